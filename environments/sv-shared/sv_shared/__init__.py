@@ -1,0 +1,37 @@
+"""Shared helpers for the Security Verifiers environments: parsing, rewards, metrics."""
+
+from sv_shared.jsonl import DatasetError, Example, read_examples
+from sv_shared.metrics import Prediction, aurc, brier_score, classification_metrics, expected_calibration_error
+from sv_shared.parsing import ParsedAnswer, extract_json_object, parse_label_answer
+from sv_shared.rewards import (
+    CostConfig,
+    abstention_reward,
+    accuracy_reward,
+    asymmetric_cost_reward,
+    calibration_reward,
+    decision_cost,
+    format_reward,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CostConfig",
+    "DatasetError",
+    "Example",
+    "ParsedAnswer",
+    "Prediction",
+    "abstention_reward",
+    "accuracy_reward",
+    "asymmetric_cost_reward",
+    "aurc",
+    "brier_score",
+    "calibration_reward",
+    "classification_metrics",
+    "decision_cost",
+    "expected_calibration_error",
+    "extract_json_object",
+    "format_reward",
+    "parse_label_answer",
+    "read_examples",
+]

@@ -1,0 +1,15 @@
+"""Environment defaults for every Python process in the project's virtualenv.
+
+Imported at interpreter start by `sv_dagster_env.pth`, which `make setup` writes into the
+venv's site-packages, so that `dagster job execute -j eval_e1` works exactly as written:
+the Dagster instance is the project's own `.dagster/` unless DAGSTER_HOME is set, and the
+CLI finds the code location without `-m`. Values already set are never overridden.
+"""
+
+import os
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parents[1]
+os.environ.setdefault("DAGSTER_HOME", str(_ROOT / ".dagster"))
+os.environ.setdefault("DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME", "sv_dagster.definitions")
+Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)

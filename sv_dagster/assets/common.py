@@ -1,0 +1,26 @@
+"""Helpers shared by the asset recipes."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import dagster as dg
+
+from sv_dagster.core.paths import outputs_root
+
+
+def artifact_dir(context: dg.AssetExecutionContext, *parts: str) -> Path:
+    """`outputs/<parts>/<date>_<run>`: dated, and unique per run so an older
+    materialization's files are never overwritten under its recorded hash."""
+    stamp = f"{datetime.now(UTC):%Y-%m-%d}_{context.run_id[:8]}"
+    path = outputs_root().joinpath(*parts, stamp)
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def write_json(path: Path, data: dict[str, Any]) -> Path:
+    path.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    return path

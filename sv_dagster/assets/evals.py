@@ -1,0 +1,97 @@
+"""eval/<env>/<model>: one asset per (environment, registry model), so each model's
+status and lineage show separately in the UI; adding a model is a registry edit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from sv_dagster.assets.recipe import Artifact, provenance_asset
+from sv_dagster.core.envs import ENVS, EnvSpec
+from sv_dagster.core.evaluation import evaluate
+from sv_dagster.core.paths import outputs_root
+from sv_dagster.core.registry import ModelSpec
+from sv_dagster.resources import ModelRegistry
+
+HEADLINE_METRICS = ("accuracy", "ece", "cost_weighted_accuracy", "f1", "abstain_rate", "mean_reward", "n_errors")
+
+
+class EvalConfig(dg.Config):
+    split: str = Field(default="test", description="Dataset split to evaluate: train, dev or test.")
+    limit: int | None = Field(default=None, description="Evaluate only the first N examples.")
+    concurrency: int | None = Field(default=None, description="Parallel requests (default: the model's max_concurrency).")
+    reward_config: str | None = Field(default=None, description="Reward TOML (default: the environment's packaged one).")
+    seed: int = 0
+
+
+def eval_asset_key(env: EnvSpec, model: ModelSpec) -> dg.AssetKey:
+    return dg.AssetKey(["eval", env.short, model.key])
+
+
+def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
+    @provenance_asset(
+        key=eval_asset_key(env, model),
+        ins={"dataset": dg.AssetIn(key=["dataset", env.short])},
+        group_name="evals",
+        kinds={"json"},
+        tags={"sv/env": env.short, "sv/model": model.key, "sv/backend": model.backend},
+        description=f"{env.env_id} evaluated with {model.name} ({model.backend}: {model.model}). {model.description}".strip(),
+    )
+    def eval_model(context: dg.AssetExecutionContext, config: EvalConfig, dataset: Artifact, models: ModelRegistry) -> Artifact:
+        if config.split not in dataset.files:
+            raise dg.Failure(f"dataset/{env.short} has no split {config.split!r} (have: {sorted(dataset.files)})")
+        spec = models.spec(model.name)
+        reward_config = Path(config.reward_config) if config.reward_config else None
+        run = evaluate(
+            env,
+            spec,
+            models.backend(model.name, env.env_id),
+            dataset_path=dataset.files[config.split],
+            outputs_root=outputs_root(),
+            run_id=context.run_id,
+            limit=config.limit,
+            concurrency=config.concurrency,
+            reward_config=reward_config,
+            seed=config.seed,
+            dataset_info={"split": config.split, "sample": dataset.facts.get("sample", False)},
+        )
+        summary = run.summary
+        context.log.info(
+            f"{env.env_id} / {spec.name}: "
+            + ", ".join(f"{name}={summary.get(name)}" for name in HEADLINE_METRICS)
+        )
+        return Artifact(
+            path=run.run_dir,
+            config={**config.model_dump(), "env": env.env_id, "model": spec.public_dict()},
+            seed=config.seed,
+            packages=(env.env_id,),
+            facts={
+                "model_id": spec.model,
+                "model_name": spec.name,
+                "backend": spec.backend,
+                "base_url": spec.base_url,
+                "sampling": spec.sampling.as_dict(),
+                "reward_config": run.metadata["reward_config"],
+                "reward_config_hash": run.metadata["reward_config"]["sha256"],
+                "dataset_split": config.split,
+                "sample": summary["sample"],
+            },
+            metadata={
+                **{name: summary.get(name) for name in HEADLINE_METRICS},
+                "n_examples": summary["n_examples"],
+                "summary": dg.MetadataValue.json(summary),
+                "results": dg.MetadataValue.path(str(run.results_path)),
+            },
+            files={"metadata": run.metadata_path, "results": run.results_path, "summary": run.summary_path},
+        )
+
+    return eval_model
+
+
+def build_eval_assets(env: EnvSpec, models: dict[str, ModelSpec]) -> list[dg.AssetsDefinition]:
+    return [build_eval_asset(env, spec) for spec in models.values() if spec.supports(env.short)]
+
+
+__all__ = ["ENVS", "EvalConfig", "build_eval_assets", "eval_asset_key"]

@@ -1,0 +1,222 @@
+"""Model backends: turn chat messages into a completion.
+
+`heuristic` runs an environment's rule baseline in-process; `openai` talks to any
+OpenAI-compatible endpoint (OpenAI, vLLM's server, gateways, local servers). Transient
+errors are retried with backoff (Retry-After honoured); an endpoint that cannot be
+reached at all fails in `preflight`, before any example runs.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import httpx
+import openai
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from sv_dagster.core.registry import ModelSpec
+
+# Rule baselines per environment, imported lazily: "module:function(prompt) -> reply".
+HEURISTICS: dict[str, str] = {
+    "sv-env-network-logs": "sv_env_network_logs.baseline:heuristic_reply",
+}
+
+
+class BackendConfigError(ValueError):
+    """The model's configuration is unusable (raised before any model call)."""
+
+
+class BackendUnavailable(RuntimeError):
+    """The model endpoint cannot be reached or refuses us; the message names the URL."""
+
+
+class CompletionFailed(RuntimeError):
+    """One request failed for good (after retries for transient errors)."""
+
+    def __init__(self, message: str, attempts: int) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    usage: dict[str, int] | None
+    latency_s: float
+    attempts: int = 1
+    finish_reason: str | None = None
+
+
+class Backend(Protocol):
+    spec: ModelSpec
+
+    async def preflight(self) -> None: ...
+
+    async def complete(self, messages: list[dict[str, str]]) -> Completion: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass
+class HeuristicBackend:
+    spec: ModelSpec
+    env_id: str
+    reply: Callable[[str], str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        target = HEURISTICS.get(self.env_id)
+        if target is None:
+            raise BackendConfigError(f"no heuristic baseline for environment {self.env_id!r}")
+        module, _, name = target.partition(":")
+        self.reply = getattr(importlib.import_module(module), name)
+
+    async def preflight(self) -> None:
+        return None
+
+    async def complete(self, messages: list[dict[str, str]]) -> Completion:
+        start = time.perf_counter()
+        prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
+        text = self.reply(prompt)
+        return Completion(text=text, usage=None, latency_s=time.perf_counter() - start, finish_reason="stop")
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError)):
+        return True
+    return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    value = response.headers.get("retry-after") if response is not None else None
+    try:
+        return float(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+class _WaitRetryAfter:
+    """Exponential backoff with jitter, or the server's Retry-After when it sends one."""
+
+    def __init__(self, initial: float, maximum: float) -> None:
+        self.backoff = wait_exponential_jitter(initial=initial, max=maximum)
+        self.maximum = maximum
+
+    def __call__(self, retry_state) -> float:
+        exc = retry_state.outcome.exception() if retry_state.outcome else None
+        hinted = _retry_after(exc) if exc else None
+        return min(hinted, self.maximum) if hinted is not None else self.backoff(retry_state)
+
+
+class OpenAICompatibleBackend:
+    def __init__(
+        self,
+        spec: ModelSpec,
+        *,
+        max_attempts: int = 4,
+        backoff_initial_s: float = 0.5,
+        backoff_max_s: float = 30.0,
+    ) -> None:
+        if not spec.base_url:
+            raise BackendConfigError(f"model {spec.name!r}: openai backend needs base_url")
+        api_key = "EMPTY"  # local servers (vLLM without --api-key) accept any key
+        if spec.api_key_env:
+            api_key = os.environ.get(spec.api_key_env, "")
+            if not api_key:
+                raise BackendConfigError(
+                    f"model {spec.name!r}: environment variable {spec.api_key_env} is not set "
+                    f"(put it in .env or export it); no request was sent to {spec.base_url}"
+                )
+        self.spec = spec
+        self.base_url = spec.base_url.rstrip("/")
+        self._api_key = api_key
+        self.max_attempts = max_attempts
+        self._wait = _WaitRetryAfter(backoff_initial_s, backoff_max_s)
+        self.client = openai.AsyncOpenAI(
+            base_url=self.base_url,
+            api_key=api_key,
+            max_retries=0,  # retries are ours (tenacity), so they are counted and recorded
+            timeout=spec.sampling.timeout_s,
+        )
+
+    async def preflight(self) -> None:
+        """Fail early, naming the URL, when the endpoint is unreachable or rejects the key."""
+        url = f"{self.base_url}/models"
+        try:
+            async with httpx.AsyncClient(timeout=10.0) as http:
+                response = await http.get(url, headers={"Authorization": f"Bearer {self._api_key}"})
+        except httpx.HTTPError as exc:
+            raise BackendUnavailable(
+                f"model {self.spec.name!r}: cannot reach {url} ({type(exc).__name__}: {exc})"
+            ) from exc
+        if response.status_code in (401, 403):
+            raise BackendUnavailable(
+                f"model {self.spec.name!r}: {url} rejected the API key "
+                f"(HTTP {response.status_code}; key from {self.spec.api_key_env or 'no env var'})"
+            )
+        # Other statuses (e.g. 404 on gateways without /models) still prove it is reachable.
+
+    def _request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+        s = self.spec.sampling
+        request: dict[str, Any] = {"model": self.spec.model, "messages": messages}
+        if s.temperature is not None:
+            request["temperature"] = s.temperature
+        if s.top_p is not None and s.top_p != 1.0:
+            request["top_p"] = s.top_p
+        if s.max_tokens:
+            request["max_completion_tokens"] = s.max_tokens
+        if s.seed is not None:
+            request["seed"] = s.seed
+        return request
+
+    async def complete(self, messages: list[dict[str, str]]) -> Completion:
+        start = time.perf_counter()
+        attempts = 0
+        try:
+            async for attempt in AsyncRetrying(
+                retry=retry_if_exception(_is_transient),
+                stop=stop_after_attempt(self.max_attempts),
+                wait=self._wait,
+                reraise=True,
+            ):
+                with attempt:
+                    attempts += 1
+                    response = await self.client.chat.completions.create(**self._request(messages))
+        except openai.OpenAIError as exc:
+            raise CompletionFailed(
+                f"{type(exc).__name__} from {self.base_url} after {attempts} attempt(s): {exc}", attempts
+            ) from exc
+        choice = response.choices[0] if response.choices else None
+        usage = response.usage.model_dump(include={"prompt_tokens", "completion_tokens", "total_tokens"}) if response.usage else None
+        return Completion(
+            text=(choice.message.content or "") if choice else "",
+            usage=usage,
+            latency_s=time.perf_counter() - start,
+            attempts=attempts,
+            finish_reason=choice.finish_reason if choice else None,
+        )
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+
+def make_backend(spec: ModelSpec, env_id: str) -> Backend:
+    """The backend for a registry entry; configuration errors raise here, before any call."""
+    if spec.backend == "heuristic":
+        return HeuristicBackend(spec, env_id)
+    if spec.backend == "openai":
+        return OpenAICompatibleBackend(spec)
+    raise BackendConfigError(f"model {spec.name!r}: unknown backend {spec.backend!r}")

@@ -1,0 +1,68 @@
+"""The environments the pipeline knows, and how to load and summarise each one.
+
+An environment is a verifiers v1 taskset package; this table only says how the pipeline
+calls it (taskset id, answer parser, summary metrics). Later environments add a row.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import verifiers.v1 as vf
+from verifiers.v1.utils.loaders import load_taskset, taskset_config_type
+
+from sv_dagster.core.summary import classification_summary
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    short: str
+    """e1..e6: asset keys and job names."""
+    env_id: str
+    """verifiers taskset id (the installable package name)."""
+    module: str
+    parse: str
+    """`function` in `module` turning a completion into a parsed answer."""
+    summarize: Callable[[list[dict[str, Any]], Any], dict[str, Any]]
+    positive_label: str | None = None
+    description: str = ""
+
+    @property
+    def package(self) -> Any:
+        return importlib.import_module(self.module)
+
+    def parser(self) -> Callable[[str], Any]:
+        return getattr(self.package, self.parse)
+
+    def load_tasks(
+        self, dataset_path: Path | None, reward_config: Path | None, limit: int | None = None
+    ) -> list[vf.Task]:
+        """Tasks through verifiers' own loader, as `vf-eval` would build them."""
+        config_type = taskset_config_type(self.env_id)
+        config = config_type(
+            id=self.env_id,
+            dataset_path=dataset_path,
+            task={"reward_config": reward_config},
+        )
+        taskset = load_taskset(config)
+        return list(taskset.take(limit) if limit else taskset)
+
+    def reward_settings(self, reward_config: Path | None) -> Any:
+        return self.package.load_reward_settings(reward_config)
+
+
+ENVS: dict[str, EnvSpec] = {
+    "e1": EnvSpec(
+        short="e1",
+        env_id="sv-env-network-logs",
+        module="sv_env_network_logs",
+        parse="parse_completion",
+        summarize=classification_summary,
+        positive_label="Malicious",
+        description="Network-flow anomaly detection (calibrated labels, abstention, asymmetric cost)",
+    ),
+}

@@ -1,0 +1,102 @@
+"""One evaluation: a model on an environment's dataset, written as eval artifacts.
+
+    outputs/evals/<env_id>--<model>/<run_id>/metadata.json   what ran (before the first call)
+                                             results.jsonl   one line per example, as it finishes
+                                             summary.json    metrics, when the run ends
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sv_dagster.core.backends import Backend
+from sv_dagster.core.envs import EnvSpec
+from sv_dagster.core.provenance import file_sha256, package_versions, redact
+from sv_dagster.core.registry import ModelSpec
+from sv_dagster.core.paths import safe_path_part
+from sv_dagster.core.runner import read_results, run_eval
+
+
+@dataclass(frozen=True)
+class EvalRun:
+    run_dir: Path
+    metadata_path: Path
+    results_path: Path
+    summary_path: Path
+    summary: dict[str, Any]
+    metadata: dict[str, Any]
+
+
+def eval_dir(outputs_root: Path, env: EnvSpec, model: ModelSpec, run_id: str) -> Path:
+    return outputs_root / "evals" / f"{env.env_id}--{safe_path_part(model.name)}" / run_id
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+
+
+def evaluate(
+    env: EnvSpec,
+    model: ModelSpec,
+    backend: Backend,
+    *,
+    dataset_path: Path | None,
+    outputs_root: Path,
+    run_id: str,
+    limit: int | None = None,
+    concurrency: int | None = None,
+    reward_config: Path | None = None,
+    seed: int = 0,
+    dataset_info: dict[str, Any] | None = None,
+) -> EvalRun:
+    """Run the eval and write its artifacts. Every configuration problem (bad dataset,
+    bad reward config, missing API key, unreachable endpoint) raises before the first
+    model call."""
+    settings = env.reward_settings(reward_config)
+    tasks = env.load_tasks(dataset_path, reward_config, limit)
+    asyncio.run(backend.preflight())
+    run_dir = eval_dir(outputs_root, env, model, run_id)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    metadata_path, results_path, summary_path = (
+        run_dir / "metadata.json",
+        run_dir / "results.jsonl",
+        run_dir / "summary.json",
+    )
+    results_path.unlink(missing_ok=True)  # a re-execution of the same run id starts clean
+    concurrency = concurrency or model.max_concurrency
+    metadata: dict[str, Any] = redact(
+        {
+            "run_id": run_id,
+            "env": env.env_id,
+            "env_short": env.short,
+            "model": model.public_dict(),
+            "dataset": {
+                "path": str(dataset_path) if dataset_path else "bundled",
+                "sha256": file_sha256(dataset_path) if dataset_path else None,
+                "n_examples": len(tasks),
+                **(dataset_info or {}),
+            },
+            "reward_config": settings.as_dict(),
+            "seed": seed,
+            "concurrency": concurrency,
+            "packages": package_versions(["sv-dagster", "verifiers", "dagster", env.env_id, "sv-shared"]),
+            "started_at": datetime.now(UTC).isoformat(),
+        }
+    )
+    _write_json(metadata_path, metadata)
+    counts = asyncio.run(
+        run_eval(tasks, backend, results_path, concurrency=concurrency, parse=env.parser())
+    )
+    summary = env.summarize(read_results(results_path), settings)
+    summary.update(
+        run_id=run_id, env=env.env_id, model=model.name, sample=bool((dataset_info or {}).get("sample"))
+    )
+    metadata.update(finished_at=datetime.now(UTC).isoformat(), counts=counts.__dict__)
+    _write_json(metadata_path, metadata)
+    _write_json(summary_path, summary)
+    return EvalRun(run_dir, metadata_path, results_path, summary_path, summary, metadata)

@@ -1,0 +1,142 @@
+"""Provenance facts: what code, packages, config, inputs and bytes produced an artifact.
+
+Plain functions; the Dagster layer (`sv_dagster.assets.recipe`) attaches their result to
+every materialization. Secrets are removed here, once, before anything is recorded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+from collections.abc import Iterable, Mapping
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from sv_dagster.core.paths import PROJECT_ROOT
+
+# Packages whose versions go into every record.
+CORE_PACKAGES: tuple[str, ...] = ("sv-dagster", "dagster", "verifiers", "sv-shared")
+
+_SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|password|passwd|authorization|credential)", re.I)
+# Key names that hold the *name* of a secret's env var, which is not itself secret.
+_SECRET_NAME_OK = re.compile(r"(_env|_var|_env_var|_name)$", re.I)
+REDACTED = "<redacted>"
+
+
+@lru_cache(maxsize=4)
+def git_state(root: Path = PROJECT_ROOT) -> dict[str, Any]:
+    """Commit and dirty flag of the checkout, or 'unknown' outside a git checkout."""
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(
+                ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"git_commit": commit or "unknown", "git_dirty": bool(status) if status is not None else None}
+
+
+def package_versions(names: Iterable[str]) -> dict[str, str]:
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+def stable_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def config_hash(obj: Any) -> str:
+    return hashlib.sha256(stable_json(obj).encode()).hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def content_hash(paths: Iterable[Path]) -> str:
+    """One hash over files, or every file under folders: names relative to the folder
+    given, and bytes. Where the artifact lives (outputs root, dated folder) does not
+    count, so the same content always gets the same hash."""
+    entries: list[tuple[str, Path]] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            entries.extend((str(p.relative_to(path)), p) for p in path.rglob("*") if p.is_file())
+        else:
+            entries.append((path.name, path))
+    digest = hashlib.sha256()
+    for name, file in sorted(entries):
+        digest.update(name.encode() + b"\0" + file_sha256(file).encode() + b"\n")
+    return digest.hexdigest()
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> set[str]:
+    """Values of environment variables whose names look like secrets."""
+    environ = os.environ if environ is None else environ
+    return {
+        value
+        for name, value in environ.items()
+        if _SECRET_NAME.search(name) and not _SECRET_NAME_OK.search(name) and len(value) >= 8
+    }
+
+
+def redact(obj: Any, secrets: set[str] | None = None) -> Any:
+    """A copy of `obj` with secret-named keys and known secret values replaced."""
+    secrets = secret_values() if secrets is None else secrets
+    if isinstance(obj, Mapping):
+        return {
+            key: REDACTED
+            if isinstance(key, str) and _SECRET_NAME.search(key) and not _SECRET_NAME_OK.search(key)
+            else redact(value, secrets)
+            for key, value in obj.items()
+        }
+    if isinstance(obj, (list, tuple)):
+        return [redact(value, secrets) for value in obj]
+    if isinstance(obj, str):
+        for secret in secrets:
+            obj = obj.replace(secret, REDACTED)
+        return obj
+    return obj
+
+
+def build_provenance(
+    *,
+    config: Mapping[str, Any],
+    written: Iterable[Path],
+    seed: int | None = None,
+    inputs: Mapping[str, str] | None = None,
+    packages: Iterable[str] = (),
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The provenance record of one artifact (JSON-ready, secrets removed)."""
+    config = redact(dict(config))
+    record: dict[str, Any] = {
+        **git_state(),
+        "packages": package_versions([*CORE_PACKAGES, *packages]),
+        "config": config,
+        "config_hash": config_hash(config),
+        "input_data_versions": dict(inputs or {}),
+        "content_hash": content_hash(written),
+        "seed": seed,
+    }
+    if extra:
+        record.update(redact(dict(extra)))
+    return record

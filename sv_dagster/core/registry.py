@@ -1,0 +1,145 @@
+"""The model registry: which models exist, how to reach them, which are evaluated by default.
+
+`configs/models.yaml` (or `SV_MODEL_REGISTRY`) is the one place to add a model; the eval
+assets are generated from it, so adding a model needs no code change.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sv_dagster.core.paths import CONFIGS_DIR, slug
+
+BACKENDS = ("heuristic", "openai")
+
+
+class RegistryError(ValueError):
+    """A registry file that cannot be used; the message names the file and the model."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    temperature: float = 0.0
+    max_tokens: int = 512
+    top_p: float = 1.0
+    seed: int | None = 0
+    timeout_s: float = 60.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "top_p": self.top_p,
+            "seed": self.seed,
+            "timeout_s": self.timeout_s,
+        }
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    """Registry name; also the eval folder name and (slugged) the asset key part."""
+    backend: str
+    model: str
+    """Model id sent to the endpoint (for heuristic: the baseline's name)."""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    """Name of the env var holding the API key (never the key itself)."""
+    default: bool = False
+    """Evaluated by `dagster job execute -j eval_eN` and the demo."""
+    envs: tuple[str, ...] = ()
+    """Environments this model is evaluated on; empty means all."""
+    max_concurrency: int = 4
+    sampling: Sampling = field(default_factory=Sampling)
+    description: str = ""
+
+    @property
+    def key(self) -> str:
+        return slug(self.name)
+
+    def supports(self, env: str) -> bool:
+        return not self.envs or env in self.envs
+
+    def public_dict(self) -> dict[str, Any]:
+        """What provenance records about the model: everything but secrets."""
+        return {
+            "name": self.name,
+            "backend": self.backend,
+            "model": self.model,
+            "base_url": self.base_url,
+            "api_key_env": self.api_key_env,
+            "sampling": self.sampling.as_dict(),
+        }
+
+
+def registry_path() -> Path:
+    return Path(os.environ.get("SV_MODEL_REGISTRY") or CONFIGS_DIR / "models.yaml")
+
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_env(value: Any) -> Any:
+    """`${VAR}` / `${VAR:-default}` in registry strings (endpoint URLs live in .env)."""
+    if not isinstance(value, str):
+        return value
+    return _ENV_REF.sub(lambda m: os.environ.get(m.group(1)) or (m.group(2) or ""), value)
+
+
+def _spec(name: str, raw: Any, where: str) -> ModelSpec:
+    if not isinstance(raw, dict):
+        raise RegistryError(f"{where}: model {name!r} must be a mapping")
+    raw = {key: expand_env(value) for key, value in raw.items()}
+    backend = raw.get("backend")
+    if backend not in BACKENDS:
+        raise RegistryError(f"{where}: model {name!r} has backend {backend!r}; known: {list(BACKENDS)}")
+    if backend == "openai":
+        for required in ("base_url", "model"):
+            if not raw.get(required):
+                raise RegistryError(f"{where}: model {name!r} (openai backend) needs '{required}'")
+    sampling_raw = raw.get("sampling") or {}
+    try:
+        sampling = Sampling(**sampling_raw)
+    except TypeError as exc:
+        raise RegistryError(f"{where}: model {name!r} sampling: {exc}") from exc
+    envs = raw.get("envs") or ()
+    return ModelSpec(
+        name=name,
+        backend=backend,
+        model=str(raw.get("model") or name),
+        base_url=raw.get("base_url"),
+        api_key_env=raw.get("api_key_env"),
+        default=bool(raw.get("default", False)),
+        envs=tuple(envs),
+        max_concurrency=int(raw.get("max_concurrency", 4)),
+        sampling=sampling,
+        description=str(raw.get("description", "")),
+    )
+
+
+def load_registry(path: str | Path | None = None) -> dict[str, ModelSpec]:
+    path = Path(path) if path else registry_path()
+    if not path.is_file():
+        raise RegistryError(f"model registry not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise RegistryError(f"{path}: not valid YAML ({exc})") from exc
+    models = data.get("models")
+    if not isinstance(models, dict) or not models:
+        raise RegistryError(f"{path}: expected a non-empty 'models:' mapping")
+    specs = {str(name): _spec(str(name), raw, str(path)) for name, raw in models.items()}
+    keys: dict[str, str] = {}
+    for spec in specs.values():
+        if spec.key in keys:
+            raise RegistryError(
+                f"{path}: models {keys[spec.key]!r} and {spec.name!r} map to the same asset key {spec.key!r}"
+            )
+        keys[spec.key] = spec.name
+    return specs

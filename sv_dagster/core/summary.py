@@ -1,0 +1,45 @@
+"""Summary metrics of an eval's results.jsonl."""
+
+from __future__ import annotations
+
+from statistics import fmean
+from typing import Any
+
+from sv_shared import Prediction, classification_metrics
+
+
+def classification_summary(rows: list[dict[str, Any]], settings: Any) -> dict[str, Any]:
+    """Metrics for a labelling environment (E1, E4) from its results rows.
+
+    Rows whose model call or scoring failed are counted separately (`n_errors`) and left
+    out of every metric: an outage is not a wrong answer.
+    """
+    scored = [row for row in rows if row.get("error") is None]
+    preds = [
+        Prediction(
+            predicted=(row.get("parsed") or {}).get("label"),
+            gold=row["answer"],
+            confidence=(row.get("parsed") or {}).get("confidence"),
+        )
+        for row in scored
+    ]
+    metrics = classification_metrics(preds, positive_label=settings.costs.positive_label, costs=settings.costs)
+    reward_names = sorted({name for row in scored for name in (row.get("rewards") or {})})
+    return {
+        **metrics,
+        "n_examples": len(rows),
+        "n_errors": len(rows) - len(scored),
+        "n_model_errors": sum(1 for row in rows if row.get("error_kind") == "model"),
+        "n_scoring_errors": sum(1 for row in rows if row.get("error_kind") == "scoring"),
+        "format_rate": fmean(bool((row.get("parsed") or {}).get("format_ok")) for row in scored) if scored else None,
+        "mean_reward": _mean(row.get("reward") for row in scored),
+        "mean_rewards": {
+            name: _mean((row.get("rewards") or {}).get(name) for row in scored) for name in reward_names
+        },
+    }
+
+
+
+def _mean(values) -> float | None:
+    present = [v for v in values if v is not None]
+    return fmean(present) if present else None

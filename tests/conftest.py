@@ -1,0 +1,23 @@
+"""Shared fixtures: every test gets its own outputs root and Dagster instance folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh SV_OUTPUTS_DIR and DAGSTER_HOME under tmp_path; returns tmp_path."""
+    outputs = tmp_path / "outputs"
+    home = tmp_path / "dagster_home"
+    home.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    monkeypatch.setenv("SV_OUTPUTS_DIR", str(outputs))
+    monkeypatch.setenv("DAGSTER_HOME", str(home))
+    monkeypatch.delenv("SV_MODEL_REGISTRY", raising=False)
+    monkeypatch.delenv("SV_IOT23_SOURCE", raising=False)
+    return tmp_path

@@ -1,0 +1,49 @@
+"""The commands a user types, run as subprocesses from the repository root."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+BIN = Path(sys.executable).parent
+
+
+def run(args: list[str], timeout: int = 600) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    # Prove the venv's own defaults make the command work exactly as written (no -m).
+    env.pop("DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME", None)
+    return subprocess.run(args, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+def test_dagster_job_execute_eval_e1_as_written(isolated: Path):
+    proc = run([str(BIN / "dagster"), "job", "execute", "-j", "eval_e1"])
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    instance = dg.DagsterInstance.get()  # the DAGSTER_HOME the subprocess used
+    runs = instance.get_runs()
+    assert len(runs) == 1 and runs[0].job_name == "eval_e1" and runs[0].is_success
+    entry = instance.get_latest_materialization_event(dg.AssetKey(["eval", "e1", "heuristic"]))
+    assert entry is not None and entry.run_id == runs[0].run_id
+    assert (isolated / "outputs" / "evals" / "sv-env-network-logs--heuristic" / runs[0].run_id / "summary.json").is_file()
+
+
+@pytest.mark.slow
+def test_demo_prints_metrics_and_artifact_paths(isolated: Path):
+    proc = run([str(BIN / "sv-dagster"), "demo"])
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = proc.stdout
+    assert "bundled SAMPLE" in out
+    header = next(line for line in out.splitlines() if line.startswith("model"))
+    for column in ("accuracy", "ECE", "cost-wtd acc"):
+        assert column in header
+    row = next(line for line in out.splitlines() if line.startswith("heuristic "))
+    accuracy = float(row.split()[2])
+    assert 0.0 < accuracy <= 1.0
+    assert "sv-env-network-logs--heuristic" in out and "results.jsonl" in out

@@ -1,0 +1,86 @@
+"""The definitions snapshot (dagster-open-platform style): the asset graph, jobs and
+schedules cannot change unnoticed. Update the expectations here on purpose."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from sv_dagster.assets.recipe import PROVENANCE_TAG, provenance_asset
+from sv_dagster.definitions import build_definitions, require_provenance
+
+EXPECTED_DEPS = {
+    "corpus/iot23": set(),
+    "dataset/e1": {"corpus/iot23"},
+    "eval/e1/heuristic": {"dataset/e1"},
+    "eval/e1/gpt_5_mini": {"dataset/e1"},
+    "eval/e1/gpt_5": {"dataset/e1"},
+    "eval/e1/qwen3_72b_vllm": {"dataset/e1"},
+}
+EXPECTED_GROUPS = {"corpus/iot23": "corpora", "dataset/e1": "datasets", "eval/e1/heuristic": "evals"}
+EXPECTED_JOBS = {"eval_e1": {"corpus/iot23", "dataset/e1", "eval/e1/heuristic"}}
+EXPECTED_SCHEDULES = {"nightly_eval_e1": ("eval_e1", "0 3 * * *")}
+
+
+@pytest.fixture(scope="module")
+def graph() -> dg.Definitions:
+    return build_definitions()
+
+
+def test_asset_keys_and_deps(graph):
+    asset_graph = graph.resolve_asset_graph()
+    deps = {
+        key.to_user_string(): {parent.to_user_string() for parent in asset_graph.get(key).parent_keys}
+        for key in asset_graph.get_all_asset_keys()
+    }
+    assert deps == EXPECTED_DEPS
+
+
+def test_groups_owners_and_provenance_on_every_asset(graph):
+    specs = {spec.key.to_user_string(): spec for spec in graph.resolve_all_asset_specs()}
+    for key, group in EXPECTED_GROUPS.items():
+        assert specs[key].group_name == group
+    for key, spec in specs.items():
+        assert spec.owners == ["team:sv-research"], key
+        assert spec.tags.get(PROVENANCE_TAG) == "v1", key
+        assert spec.description, key
+
+
+def test_jobs_select_the_default_models_path(graph):
+    for name, expected in EXPECTED_JOBS.items():
+        job = graph.resolve_job_def(name)
+        selected = {key.to_user_string() for key in job.asset_layer.selected_asset_keys}
+        assert selected == expected
+        assert not job.partitions_def  # runs as written, no partition key needed
+
+
+def test_schedules_and_their_crons(graph):
+    schedules = {s.name: (s.job_name, s.cron_schedule) for s in graph.schedules}
+    assert schedules == EXPECTED_SCHEDULES
+
+
+def test_adding_a_model_is_a_registry_edit(tmp_path: Path, monkeypatch):
+    path = tmp_path / "models.yaml"
+    path.write_text(
+        "models:\n  heuristic:\n    backend: heuristic\n    default: true\n"
+        "  my-vllm:\n    backend: openai\n    model: org/model\n    base_url: http://127.0.0.1:9/v1\n"
+    )
+    monkeypatch.setenv("SV_MODEL_REGISTRY", str(path))
+    keys = {key.to_user_string() for key in build_definitions().resolve_asset_graph().get_all_asset_keys()}
+    assert keys == {"corpus/iot23", "dataset/e1", "eval/e1/heuristic", "eval/e1/my_vllm"}
+
+
+def test_an_asset_without_provenance_is_refused():
+    @dg.asset(key=["rogue"])
+    def rogue() -> int:
+        return 1
+
+    @provenance_asset(key=["fine"])
+    def fine(context):  # never executed
+        raise AssertionError
+
+    require_provenance([fine])
+    with pytest.raises(ValueError, match="rogue"):
+        require_provenance([fine, rogue])

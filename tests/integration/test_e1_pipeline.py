@@ -1,0 +1,107 @@
+"""The E1 path materialized in-process: artifacts, metrics, and the provenance that the
+instance stores, read back from its event log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from sv_dagster.core.runner import read_results
+from sv_dagster.definitions import build_definitions
+
+E1_PATH = ["corpus/iot23", "dataset/e1", "eval/e1/heuristic"]
+
+
+def materialize(defs: dg.Definitions, keys: list[str], instance: dg.DagsterInstance, run_config=None):
+    job = defs.resolve_implicit_global_asset_job_def()
+    selection = {dg.AssetKey.from_user_string(key) for key in keys}
+    return job.get_subset(asset_selection=selection).execute_in_process(
+        instance=instance, run_config=run_config or {}, raise_on_error=False
+    )
+
+
+def latest(instance: dg.DagsterInstance, key: str) -> dg.EventLogEntry:
+    entry = instance.get_latest_materialization_event(dg.AssetKey.from_user_string(key))
+    assert entry is not None, key
+    return entry
+
+
+@pytest.fixture
+def run_e1(isolated: Path):
+    instance = dg.DagsterInstance.get()
+    result = materialize(build_definitions(), E1_PATH, instance)
+    assert result.success
+    return instance, result, isolated / "outputs"
+
+
+def test_e1_path_writes_eval_artifacts(run_e1):
+    instance, result, outputs = run_e1
+    run_dir = outputs / "evals" / "sv-env-network-logs--heuristic" / result.run_id
+    assert {p.name for p in run_dir.iterdir()} == {"metadata.json", "results.jsonl", "summary.json"}
+    dataset_dir = next((outputs / "datasets" / "e1").iterdir())
+    n_test = sum(1 for line in (dataset_dir / "test.jsonl").open() if line.strip())
+    rows = read_results(run_dir / "results.jsonl")
+    assert len(rows) == n_test > 30
+    for row in rows:
+        assert set(row["rewards"]) == {"accuracy", "format", "calibration", "asymmetric_cost", "abstention"}
+        assert row["error"] is None and row["parsed"]["format_ok"] is True
+        assert row["prompt"][0]["role"] == "system" and row["completion"].startswith("{")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["sample"] is True and summary["n_examples"] == n_test
+    assert 0.5 < summary["accuracy"] < 1.0  # the rules are decent, and wrong on some scenarios
+    assert 0.0 <= summary["ece"] <= 1.0 and 0.0 <= summary["cost_weighted_accuracy"] <= 1.0
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["model"]["backend"] == "heuristic" and metadata["dataset"]["split"] == "test"
+    assert metadata["counts"]["n_scored"] == n_test
+
+
+def test_provenance_is_stored_on_every_materialization(run_e1):
+    instance, result, _ = run_e1
+    for key in E1_PATH:
+        entry = latest(instance, key)
+        metadata = entry.asset_materialization.metadata
+        for field in ("git_commit", "git_dirty", "packages", "config_hash", "content_hash", "input_data_versions", "seed", "config"):
+            assert field in metadata, (key, field)
+        assert entry.tags["dagster/data_version"] == metadata["content_hash"].value
+        packages = metadata["packages"].value
+        assert packages["dagster"] == dg.__version__ and packages["verifiers"] == "0.4.0"
+    corpus = latest(instance, "corpus/iot23").asset_materialization.metadata
+    assert corpus["sample"].value is True and corpus["row_count"].value == 306
+    dataset = latest(instance, "dataset/e1")
+    assert dataset.asset_materialization.metadata["input_data_versions"].value == {
+        "corpus/iot23": latest(instance, "corpus/iot23").tags["dagster/data_version"]
+    }
+    evaluation = latest(instance, "eval/e1/heuristic").asset_materialization.metadata
+    assert evaluation["input_data_versions"].value == {"dataset/e1": dataset.tags["dagster/data_version"]}
+    assert evaluation["model_id"].value == "e1-rules-v1" and evaluation["backend"].value == "heuristic"
+    assert evaluation["sampling"].value["temperature"] == 0.0
+    assert len(evaluation["reward_config_hash"].value) == 64
+    assert evaluation["reward_config"].value["weights"]["accuracy"] == 1.0
+    assert "sv-env-network-logs" in evaluation["packages"].value
+
+
+def test_same_inputs_give_the_same_data_version(run_e1):
+    instance, _, _ = run_e1
+    first = latest(instance, "dataset/e1").tags["dagster/data_version"]
+    result = materialize(build_definitions(), ["dataset/e1"], instance)
+    assert result.success
+    assert latest(instance, "dataset/e1").tags["dagster/data_version"] == first
+
+
+def test_eval_run_config_limits_and_reward_config(isolated: Path, tmp_path: Path):
+    instance = dg.DagsterInstance.get()
+    custom = tmp_path / "weights.toml"
+    custom.write_text("[weights]\naccuracy = 3.0\n")
+    config = {"ops": {"eval__e1__heuristic": {"config": {"limit": 5, "split": "dev", "reward_config": str(custom)}}}}
+    result = materialize(build_definitions(), E1_PATH, instance, run_config=config)
+    assert result.success
+    run_dir = isolated / "outputs" / "evals" / "sv-env-network-logs--heuristic" / result.run_id
+    rows = read_results(run_dir / "results.jsonl")
+    assert len(rows) == 5 and all(row["reward_weights"]["accuracy"] == 3.0 for row in rows)
+    assert all(row["reward_weights"]["format"] == 0.0 for row in rows)  # unset in the custom TOML
+    metadata = latest(instance, "eval/e1/heuristic").asset_materialization.metadata
+    assert metadata["reward_config"].value["source"] == str(custom)
+    assert metadata["dataset_split"].value == "dev"

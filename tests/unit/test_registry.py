@@ -1,0 +1,53 @@
+"""Model registry parsing and validation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sv_dagster.core.registry import RegistryError, load_registry
+
+
+def registry(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "models.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_project_registry_has_a_default_heuristic_and_closed_models():
+    specs = load_registry()
+    assert specs["heuristic"].default and specs["heuristic"].backend == "heuristic"
+    assert specs["gpt-5-mini"].backend == "openai" and specs["gpt-5-mini"].api_key_env == "OPENAI_API_KEY"
+    assert specs["gpt-5-mini"].key == "gpt_5_mini"
+
+
+def test_env_references_expand_with_defaults(tmp_path: Path, monkeypatch):
+    path = registry(tmp_path, "models:\n  m:\n    backend: openai\n    model: x\n    base_url: ${MY_URL:-http://127.0.0.1:9/v1}\n")
+    monkeypatch.delenv("MY_URL", raising=False)
+    assert load_registry(path)["m"].base_url == "http://127.0.0.1:9/v1"
+    monkeypatch.setenv("MY_URL", "http://127.0.0.1:7/v1")
+    assert load_registry(path)["m"].base_url == "http://127.0.0.1:7/v1"
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("models: {}\n", "non-empty 'models:'"),
+        ("models:\n  m:\n    backend: telepathy\n", "backend 'telepathy'"),
+        ("models:\n  m:\n    backend: openai\n    model: x\n", "needs 'base_url'"),
+        ("models:\n  m:\n    backend: heuristic\n    sampling: {temp: 1}\n", "sampling"),
+        ("models:\n  a-b:\n    backend: heuristic\n  a_b:\n    backend: heuristic\n", "same asset key"),
+        ("models: [\n", "not valid YAML"),
+    ],
+)
+def test_bad_registry_names_file_and_model(tmp_path: Path, text: str, message: str):
+    path = registry(tmp_path, text)
+    with pytest.raises(RegistryError) as info:
+        load_registry(path)
+    assert str(path) in str(info.value) and message in str(info.value)
+
+
+def test_missing_registry_file(tmp_path: Path):
+    with pytest.raises(RegistryError, match="model registry not found"):
+        load_registry(tmp_path / "none.yaml")
