@@ -109,16 +109,17 @@ def _retry_after(exc: BaseException) -> float | None:
 
 
 class _WaitRetryAfter:
-    """Exponential backoff with jitter, or the server's Retry-After when it sends one."""
+    """Exponential backoff with jitter, or the server's Retry-After when it sends one
+    (capped, so a bogus header cannot stall a run)."""
 
-    def __init__(self, initial: float, maximum: float) -> None:
+    def __init__(self, initial: float, maximum: float, retry_after_cap: float = 120.0) -> None:
         self.backoff = wait_exponential_jitter(initial=initial, max=maximum)
-        self.maximum = maximum
+        self.retry_after_cap = retry_after_cap
 
     def __call__(self, retry_state) -> float:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         hinted = _retry_after(exc) if exc else None
-        return min(hinted, self.maximum) if hinted is not None else self.backoff(retry_state)
+        return min(hinted, self.retry_after_cap) if hinted is not None else self.backoff(retry_state)
 
 
 class OpenAICompatibleBackend:

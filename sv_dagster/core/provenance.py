@@ -22,7 +22,12 @@ from sv_dagster.core.paths import PROJECT_ROOT
 # Packages whose versions go into every record.
 CORE_PACKAGES: tuple[str, ...] = ("sv-dagster", "dagster", "verifiers", "sv-shared")
 
-_SECRET_NAME = re.compile(r"(api[_-]?key|token|secret|password|passwd|authorization|credential)", re.I)
+# Names that end like a secret ("OPENAI_API_KEY", "HF_TOKEN", "Authorization"), but not
+# counters such as "max_tokens".
+_SECRET_NAME = re.compile(
+    r"(api[_-]?key|secret[_-]?key|access[_-]?key|private[_-]?key|token|secret|password|passwd|authorization|credentials?)$",
+    re.I,
+)
 # Key names that hold the *name* of a secret's env var, which is not itself secret.
 _SECRET_NAME_OK = re.compile(r"(_env|_var|_env_var|_name)$", re.I)
 REDACTED = "<redacted>"

@@ -105,3 +105,35 @@ def test_eval_run_config_limits_and_reward_config(isolated: Path, tmp_path: Path
     metadata = latest(instance, "eval/e1/heuristic").asset_materialization.metadata
     assert metadata["reward_config"].value["source"] == str(custom)
     assert metadata["dataset_split"].value == "dev"
+
+
+def test_openai_model_eval_via_registry_and_no_secret_anywhere(isolated: Path, monkeypatch):
+    from sv_env_network_logs import heuristic_reply
+
+    from tests.support.openai_server import LoopbackOpenAIServer
+
+    secret = "sk-test-DO-NOT-LEAK-0123456789abcdef"
+    monkeypatch.setenv("LOOPBACK_API_KEY", secret)
+    with LoopbackOpenAIServer(lambda req: heuristic_reply(req["messages"][-1]["content"]), require_api_key=secret) as server:
+        registry = isolated / "models.yaml"
+        registry.write_text(
+            "models:\n  heuristic:\n    backend: heuristic\n    default: true\n"
+            f"  loopback-llm:\n    backend: openai\n    model: loopback-model\n    base_url: {server.base_url}\n"
+            "    api_key_env: LOOPBACK_API_KEY\n    sampling: {temperature: 0.7, max_tokens: 64, seed: 3}\n"
+        )
+        monkeypatch.setenv("SV_MODEL_REGISTRY", str(registry))
+        instance = dg.DagsterInstance.get()
+        result = materialize(build_definitions(), ["corpus/iot23", "dataset/e1", "eval/e1/loopback_llm"], instance)
+        assert result.success
+        assert server.requests and server.requests[0]["max_completion_tokens"] == 64
+    evaluation = latest(instance, "eval/e1/loopback_llm").asset_materialization.metadata
+    assert evaluation["base_url"].value == server.base_url and evaluation["model_id"].value == "loopback-model"
+    assert evaluation["sampling"].value == {"temperature": 0.7, "max_tokens": 64, "top_p": 1.0, "seed": 3, "timeout_s": 60.0}
+    assert evaluation["config"].value["model"]["api_key_env"] == "LOOPBACK_API_KEY"
+    leaks = [
+        str(path)
+        for path in isolated.rglob("*")
+        if path.is_file() and path.name != "models.yaml" and secret.encode() in path.read_bytes()
+    ]
+    assert leaks == []
+    assert sum(1 for _ in isolated.rglob("*.db")) > 0  # the event log was among the files scanned

@@ -45,12 +45,14 @@ def test_redact_removes_secret_keys_and_known_secret_values():
         {
             "api_key": "anything",
             "api_key_env": "OPENAI_API_KEY",
+            "max_tokens": 64,
             "nested": [{"Authorization": "Bearer abc"}, "url?key=sk-live-1234567890"],
         },
         secrets,
     )
     assert cleaned["api_key"] == REDACTED
     assert cleaned["api_key_env"] == "OPENAI_API_KEY"  # the variable's name is not a secret
+    assert cleaned["max_tokens"] == 64
     assert cleaned["nested"][0]["Authorization"] == REDACTED
     assert "sk-live" not in cleaned["nested"][1]
 

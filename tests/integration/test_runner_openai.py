@@ -1,0 +1,126 @@
+"""The eval runner against a real OpenAI-compatible server on loopback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from sv_env_network_logs import heuristic_reply
+
+from sv_dagster.core.backends import BackendConfigError, BackendUnavailable, OpenAICompatibleBackend
+from sv_dagster.core.envs import ENVS
+from sv_dagster.core.evaluation import evaluate
+from sv_dagster.core.registry import ModelSpec
+from sv_dagster.core.runner import read_results
+from tests.support.openai_server import LoopbackOpenAIServer
+
+E1 = ENVS["e1"]
+
+
+def spec(server: LoopbackOpenAIServer, **extra) -> ModelSpec:
+    return ModelSpec(name="loop/back:v1", backend="openai", model="loopback-model", base_url=server.base_url, **extra)
+
+
+def fast_backend(model: ModelSpec) -> OpenAICompatibleBackend:
+    return OpenAICompatibleBackend(model, max_attempts=3, backoff_initial_s=0.01, backoff_max_s=0.05)
+
+
+def prose_reply(request: dict) -> str:
+    """A chatty model: the baseline's JSON inside prose and a fence."""
+    return f"Let me look.\n```json\n{heuristic_reply(request['messages'][-1]['content'])}\n```\nHope that helps."
+
+
+def test_eval_over_http_records_completions_usage_and_rewards(tmp_path: Path):
+    with LoopbackOpenAIServer(prose_reply) as server:
+        model = spec(server)
+        run = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="r1", limit=12)
+        sent = list(server.requests)
+    assert run.run_dir == tmp_path / "evals" / "sv-env-network-logs--loop_back_v1" / "r1"
+    rows = read_results(run.results_path)
+    assert len(rows) == 12 == len(sent)
+    assert sent[0]["model"] == "loopback-model" and sent[0]["messages"][0]["role"] == "system"
+    assert sent[0]["temperature"] == 0.0 and sent[0]["seed"] == 0
+    for row in rows:
+        assert row["error"] is None and row["usage"]["completion_tokens"] > 0
+        assert row["parsed"]["format_ok"] and row["rewards"]["format"] == 1.0
+    summary = json.loads(run.summary_path.read_text())
+    assert summary["n_examples"] == 12 and summary["n_errors"] == 0
+    assert run.metadata["model"]["base_url"] == server.base_url
+
+
+def test_transient_errors_are_retried_and_counted(tmp_path: Path):
+    with LoopbackOpenAIServer(prose_reply) as server:
+        server.fail_next(2, status=503)
+        model = spec(server, max_concurrency=1)
+        run = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="r", limit=3)
+    rows = read_results(run.results_path)
+    assert all(row["error"] is None for row in rows)
+    assert sorted(row["attempts"] for row in rows) == [1, 1, 3]
+
+
+def test_rate_limit_retry_after_is_honoured(tmp_path: Path):
+    with LoopbackOpenAIServer(prose_reply) as server:
+        server.fail_next(1, status=429, retry_after=0.3)
+        model = spec(server, max_concurrency=1)
+        run = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="r", limit=1)
+    (row,) = read_results(run.results_path)
+    assert row["attempts"] == 2 and row["latency_s"] >= 0.3  # waited Retry-After, not the 0.05 s backoff
+
+
+def test_a_request_that_keeps_failing_is_recorded_not_counted_wrong(tmp_path: Path):
+    with LoopbackOpenAIServer(prose_reply) as server:
+        server.fail_next(3, status=500)  # all three attempts of the first example
+        model = spec(server, max_concurrency=1)
+        run = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="r", limit=4)
+    rows = read_results(run.results_path)
+    failed = [row for row in rows if row["error"]]
+    assert len(rows) == 4 and len(failed) == 1
+    assert failed[0]["error_kind"] == "model" and failed[0]["attempts"] == 3 and failed[0]["reward"] is None
+    assert server.base_url in failed[0]["error"]
+    assert run.summary["n_model_errors"] == 1 and run.summary["n"] == 3  # metrics over the 3 answered
+
+
+def test_non_transient_error_is_not_retried(tmp_path: Path):
+    with LoopbackOpenAIServer(prose_reply) as server:
+        server.fail_next(1, status=400)
+        model = spec(server, max_concurrency=1)
+        run = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="r", limit=2)
+    rows = read_results(run.results_path)
+    assert sorted((row["attempts"], row["error_kind"] or "") for row in rows) == [(1, ""), (1, "model")]
+
+
+def test_unreachable_endpoint_fails_before_any_example_naming_the_url(tmp_path: Path):
+    with LoopbackOpenAIServer() as server:
+        url = server.base_url
+    model = ModelSpec(name="gone", backend="openai", model="m", base_url=url)  # server stopped
+    with pytest.raises(BackendUnavailable, match=f"cannot reach {url}/models"):
+        evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="r")
+    assert not (tmp_path / "evals").exists()
+
+
+def test_rejected_key_fails_before_any_example(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv("LOOP_KEY", "wrong-key-123456")
+    with LoopbackOpenAIServer(require_api_key="right-key-123456") as server:
+        model = spec(server, api_key_env="LOOP_KEY")
+        with pytest.raises(BackendUnavailable, match="rejected the API key .*LOOP_KEY"):
+            evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="r")
+        assert server.requests == []
+
+
+def test_missing_api_key_is_a_config_error_before_any_request(monkeypatch):
+    monkeypatch.delenv("NOT_SET_KEY", raising=False)
+    with LoopbackOpenAIServer() as server:
+        with pytest.raises(BackendConfigError, match="NOT_SET_KEY is not set"):
+            OpenAICompatibleBackend(spec(server, api_key_env="NOT_SET_KEY"))
+        assert server.requests == []
+
+
+def test_bad_dataset_fails_before_any_model_call(tmp_path: Path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "q"}\n')
+    with LoopbackOpenAIServer() as server:
+        model = spec(server)
+        with pytest.raises(ValueError, match=f"{bad}:1: missing 'answer'"):
+            evaluate(E1, model, fast_backend(model), dataset_path=bad, outputs_root=tmp_path, run_id="r")
+        assert server.requests == []

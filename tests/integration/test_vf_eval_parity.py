@@ -1,0 +1,101 @@
+"""verifiers' own `vf-eval` and our pipeline give the same rewards for the same completions.
+
+Both run against one loopback OpenAI-compatible server whose reply depends only on the
+prompt, so each example gets the same completion on both paths; the reward TOML is a
+custom one on both paths, so the test also proves the config reaches vf-eval.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from sv_env_network_logs import heuristic_reply
+
+from sv_dagster.core.backends import OpenAICompatibleBackend
+from sv_dagster.core.envs import ENVS
+from sv_dagster.core.evaluation import evaluate
+from sv_dagster.core.registry import ModelSpec
+from sv_dagster.core.runner import read_results
+from tests.conftest import REPO_ROOT
+from tests.support.openai_server import LoopbackOpenAIServer
+
+N_EXAMPLES = 8
+BIN = Path(sys.executable).parent
+
+
+def varied_reply(request: dict) -> str:
+    """Good, chatty, malformed and abstaining replies, chosen by the prompt alone."""
+    prompt = request["messages"][-1]["content"]
+    good = heuristic_reply(prompt)
+    choices = [
+        good,
+        f"Analysis follows.\n```json\n{good}\n```",
+        '{"label": "Malicious", "confidence": "high"}',
+        '{"label": 0, "confidence": 0.7, "rationale": "int label"}',
+        '{"label": "Abstain", "confidence": 0.5}',
+        "I cannot tell.",
+        '{"label": "Malicious", "confidence": 7}',
+    ]
+    return choices[int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % len(choices)]
+
+
+def vf_eval_rewards(out_dir: Path) -> dict[str, dict]:
+    """task key -> {"completion", "rewards": {name: (score, weight)}} from traces.jsonl."""
+    found = {}
+    for line in (out_dir / "traces.jsonl").read_text().splitlines():
+        episode = json.loads(line)
+        assert episode["ok"] and not episode["errors"], episode["errors"]
+        (trace,) = episode["traces"]
+        completion = [n["message"]["content"] for n in trace["nodes"] if n.get("sampled")][-1]
+        rewards = {name: (r["score"], r["weight"]) for name, r in trace["rewards"].items()}
+        found[episode["task"]["key"]] = {"completion": completion, "rewards": rewards}
+    return found
+
+
+@pytest.mark.slow
+def test_vf_eval_and_pipeline_agree_on_every_reward(tmp_path: Path):
+    reward_config = tmp_path / "rewards.toml"
+    reward_config.write_text(
+        "[weights]\naccuracy = 1.5\nformat = 0.25\ncalibration = 0.5\nasymmetric_cost = 0.75\nabstention = 0.1\n"
+        "[costs]\nfn_cost = 8.0\nfp_cost = 2.0\nabstain_cost = 1.0\n[abstention]\ncredit = 0.3\n"
+    )
+    with LoopbackOpenAIServer(varied_reply) as server:
+        env = {**os.environ, "LOOPBACK_KEY": "not-a-real-key", "PATH": f"{BIN}:{os.environ['PATH']}"}
+        proc = subprocess.run(
+            [
+                str(BIN / "vf-eval"), "sv-env-network-logs", "--no-push",
+                "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
+                "--client.base-url", server.base_url, "--client.api-key-var", "LOOPBACK_KEY",
+                "-m", "loopback-model", "-n", str(N_EXAMPLES), "-c", "4",
+                "--env.taskset.task.reward-config", str(reward_config),
+                "-o", str(tmp_path / "vf"), "--run.dir", "parity",
+            ],
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        theirs = vf_eval_rewards(tmp_path / "vf" / "parity")
+
+        model = ModelSpec(name="loopback", backend="openai", model="loopback-model", base_url=server.base_url)
+        run = evaluate(
+            ENVS["e1"], model, OpenAICompatibleBackend(model), dataset_path=None,
+            outputs_root=tmp_path / "ours", run_id="parity", limit=N_EXAMPLES, reward_config=reward_config,
+        )
+    ours = {row["example_id"]: row for row in read_results(run.results_path)}
+    assert len(theirs) == N_EXAMPLES and set(theirs) == set(ours)
+    completions = {row["completion"] for row in ours.values()}
+    assert len(completions) >= 3  # the comparison covers good and bad replies alike
+    for key, vf_row in theirs.items():
+        row = ours[key]
+        assert row["completion"] == vf_row["completion"], key
+        for name, (score, weight) in vf_row["rewards"].items():
+            assert row["rewards"][name] == pytest.approx(score), (key, name)
+            assert row["reward_weights"][name] == pytest.approx(weight), (key, name)
+        total = sum(score * weight for score, weight in vf_row["rewards"].values())
+        assert row["reward"] == pytest.approx(total), key
+    assert next(iter(theirs.values()))["rewards"]["accuracy"][1] == 1.5  # the custom TOML reached vf-eval

@@ -1,0 +1,193 @@
+"""A real OpenAI-compatible HTTP server on loopback, for tests and benchmarks.
+
+Standard library only. Serves GET /v1/models and POST /v1/chat/completions (plain and
+streaming SSE) in the OpenAI wire shape, with injectable failures (HTTP status, optional
+Retry-After) and an optional required API key.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DEFAULT_REPLY = '{"label": "Benign", "confidence": 0.5, "rationale": "loopback default"}'
+
+
+def _tokens(text: str) -> int:
+    return len(text.split())
+
+
+class LoopbackOpenAIServer:
+    def __init__(
+        self,
+        reply: Callable[[dict], str] | None = None,
+        *,
+        model_ids: Sequence[str] = ("loopback-model",),
+        require_api_key: str | None = None,
+    ) -> None:
+        self.reply = reply or (lambda request: DEFAULT_REPLY)
+        self.model_ids = list(model_ids)
+        self.require_api_key = require_api_key
+        self.requests: list[dict] = []
+        self._lock = threading.Lock()
+        self._failures: list[tuple[int, float | None]] = []
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._base_url: str | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> LoopbackOpenAIServer:
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread.start()
+        self._base_url = f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
+        return self
+
+    def stop(self) -> None:
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+
+    def __enter__(self) -> LoopbackOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        """The URL it serves (kept after stop, so tests can probe a dead endpoint)."""
+        assert self._base_url is not None, "server not started"
+        return self._base_url
+
+    def fail_next(self, n: int, status: int = 500, retry_after: float | None = None) -> None:
+        """The next `n` chat requests get HTTP `status` (with Retry-After when given)."""
+        with self._lock:
+            self._failures.extend([(status, retry_after)] * n)
+
+    # -- request handling ------------------------------------------------------------
+    def _take_failure(self) -> tuple[int, float | None] | None:
+        with self._lock:
+            return self._failures.pop(0) if self._failures else None
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                return
+
+            def _send_json(self, status: int, body: dict, headers: dict[str, str] | None = None) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+                kind = {401: "invalid_request_error", 404: "not_found", 429: "rate_limit_exceeded"}.get(status, "server_error")
+                self._send_json(status, {"error": {"message": message, "type": kind, "code": kind}}, headers)
+
+            def _authorized(self) -> bool:
+                if server.require_api_key is None:
+                    return True
+                if self.headers.get("Authorization") == f"Bearer {server.require_api_key}":
+                    return True
+                self._error(401, "Incorrect API key provided")
+                return False
+
+            def do_GET(self) -> None:
+                if self.path.rstrip("/") != "/v1/models":
+                    return self._error(404, f"no route {self.path}")
+                if not self._authorized():
+                    return
+                data = [{"id": m, "object": "model", "created": 0, "owned_by": "loopback"} for m in server.model_ids]
+                self._send_json(200, {"object": "list", "data": data})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length) if length else b""
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    return self._error(404, f"no route {self.path}")
+                if not self._authorized():
+                    return
+                try:
+                    request = json.loads(raw or b"{}")
+                except json.JSONDecodeError:
+                    return self._error(400, "body is not JSON")
+                with server._lock:
+                    server.requests.append(request)
+                failure = server._take_failure()
+                if failure is not None:
+                    status, retry_after = failure
+                    headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
+                    return self._error(status, f"injected failure {status}", headers)
+                text = server.reply(request)
+                prompt = " ".join(str(m.get("content") or "") for m in request.get("messages", []))
+                usage = {
+                    "prompt_tokens": _tokens(prompt),
+                    "completion_tokens": _tokens(text),
+                    "total_tokens": _tokens(prompt) + _tokens(text),
+                }
+                model = request.get("model", server.model_ids[0])
+                ident, created = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time())
+                if request.get("stream"):
+                    return self._stream(ident, created, model, text, usage, request)
+                self._send_json(
+                    200,
+                    {
+                        "id": ident,
+                        "object": "chat.completion",
+                        "created": created,
+                        "model": model,
+                        "choices": [
+                            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                        ],
+                        "usage": usage,
+                    },
+                )
+
+            def _stream(self, ident: str, created: int, model: str, text: str, usage: dict, request: dict) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Cache-Control", "no-cache")
+                self.send_header("Connection", "close")
+                self.end_headers()
+
+                def chunk(delta: dict, finish: str | None = None, extra: dict | None = None) -> None:
+                    body = {
+                        "id": ident,
+                        "object": "chat.completion.chunk",
+                        "created": created,
+                        "model": model,
+                        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                        **(extra or {}),
+                    }
+                    self.wfile.write(f"data: {json.dumps(body)}\n\n".encode())
+
+                chunk({"role": "assistant", "content": ""})
+                words = text.split(" ")
+                for i, word in enumerate(words):
+                    chunk({"content": word if i == 0 else " " + word})
+                chunk({}, "stop")
+                if (request.get("stream_options") or {}).get("include_usage"):
+                    self.wfile.write(
+                        f"data: {json.dumps({'id': ident, 'object': 'chat.completion.chunk', 'created': created, 'model': model, 'choices': [], 'usage': usage})}\n\n".encode()
+                    )
+                self.wfile.write(b"data: [DONE]\n\n")
+                self.wfile.flush()
+                self.close_connection = True
+
+        return Handler
