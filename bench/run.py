@@ -2,7 +2,7 @@
 throughput against a loopback OpenAI-compatible server. Results go to
 bench/results/<date>-<name>.json with the command that produced them and the machine.
 
-Targets (checked here, never in timed tests): definitions load < 5 s; E1 path (heuristic,
+Targets (checked here, never in timed tests): definitions load < 3 s; E1 path (heuristic,
 sample data) < 30 s in-process; runner >= 50 examples/s at concurrency 16 on loopback.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-TARGETS = {"definitions_load_s": 5.0, "e1_path_in_process_s": 30.0, "runner_examples_per_s": 50.0}
+TARGETS = {"definitions_load_s": 3.0, "e1_path_in_process_s": 30.0, "runner_examples_per_s": 50.0}
 
 
 def bench_definitions_load(repeats: int = 5) -> dict:

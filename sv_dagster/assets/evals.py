@@ -10,7 +10,6 @@ from pydantic import Field
 
 from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.core.envs import ENVS, EnvSpec
-from sv_dagster.core.evaluation import evaluate
 from sv_dagster.core.paths import outputs_root
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.resources import ModelRegistry
@@ -42,6 +41,8 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
     def eval_model(context: dg.AssetExecutionContext, config: EvalConfig, dataset: Artifact, models: ModelRegistry) -> Artifact:
         if config.split not in dataset.files:
             raise dg.Failure(f"dataset/{env.short} has no split {config.split!r} (have: {sorted(dataset.files)})")
+        from sv_dagster.core.evaluation import evaluate  # imports verifiers (~3 s): only when run
+
         spec = models.spec(model.name)
         reward_config = Path(config.reward_config) if config.reward_config else None
         run = evaluate(

@@ -10,12 +10,12 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import verifiers.v1 as vf
-from verifiers.v1.utils.loaders import load_taskset, taskset_config_type
+from typing import TYPE_CHECKING, Any
 
 from sv_dagster.core.summary import classification_summary
+
+if TYPE_CHECKING:
+    import verifiers.v1 as vf
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ class EnvSpec:
         self, dataset_path: Path | None, reward_config: Path | None, limit: int | None = None
     ) -> list[vf.Task]:
         """Tasks through verifiers' own loader, as `vf-eval` would build them."""
+        from verifiers.v1.utils.loaders import load_taskset, taskset_config_type
+
         config_type = taskset_config_type(self.env_id)
         config = config_type(
             id=self.env_id,

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import dagster as dg
 
-from sv_dagster.core.backends import Backend, make_backend
+from typing import TYPE_CHECKING
+
 from sv_dagster.core.registry import ModelSpec, load_registry, registry_path
+
+if TYPE_CHECKING:
+    from sv_dagster.core.backends import Backend
 
 
 class ModelRegistry(dg.ConfigurableResource):
@@ -27,4 +31,6 @@ class ModelRegistry(dg.ConfigurableResource):
         return specs[name]
 
     def backend(self, name: str, env_id: str) -> Backend:
+        from sv_dagster.core.backends import make_backend  # the openai client: ~1 s to import
+
         return make_backend(self.spec(name), env_id)
