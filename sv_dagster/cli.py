@@ -50,7 +50,9 @@ def run_demo(job_name: str) -> int:
     started = time.perf_counter()
     instance = dg.DagsterInstance.get()
     job = defs.resolve_job_def(job_name)
-    result = job.execute_in_process(instance=instance, raise_on_error=False)
+    # Step-by-step DEBUG events stay in the instance (and the UI); the console gets the table.
+    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    result = job.execute_in_process(instance=instance, run_config=quiet, raise_on_error=False)
     if not result.success:
         for event in result.all_events:
             if event.is_step_failure:

@@ -124,3 +124,24 @@ def test_bad_dataset_fails_before_any_model_call(tmp_path: Path):
         with pytest.raises(ValueError, match=f"{bad}:1: missing 'answer'"):
             evaluate(E1, model, fast_backend(model), dataset_path=bad, outputs_root=tmp_path, run_id="r")
         assert server.requests == []
+
+
+def test_a_scoring_failure_is_recorded_and_the_run_goes_on(tmp_path: Path, monkeypatch):
+    import sv_env_network_logs.taskset as taskset
+
+    real = taskset.accuracy_reward
+
+    def flaky(predicted, gold):
+        if predicted == "Abstain":
+            raise RuntimeError("verifier bug")
+        return real(predicted, gold)
+
+    monkeypatch.setattr(taskset, "accuracy_reward", flaky)
+    with LoopbackOpenAIServer(lambda req: '{"label": "Abstain", "confidence": 0.5}' if "id.resp_p: 23" in req["messages"][-1]["content"] else prose_reply(req)) as server:
+        model = spec(server)
+        run = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="r")
+    rows = read_results(run.results_path)
+    broken = [row for row in rows if row["error_kind"] == "scoring"]
+    assert broken and len(rows) == 60
+    assert all("verifier bug" in row["error"] and row["completion"] and row["reward"] is None for row in broken)
+    assert run.summary["n_scoring_errors"] == len(broken) and run.summary["n"] == 60 - len(broken)
