@@ -19,10 +19,10 @@ HEADLINE_METRICS = ("accuracy", "ece", "cost_weighted_accuracy", "f1", "abstain_
 
 class EvalConfig(dg.Config):
     split: str = Field(default="test", description="Dataset split to evaluate: train, dev or test.")
-    limit: int | None = Field(default=None, description="Evaluate only the first N examples.")
+    limit: int | None = Field(default=None, description="Evaluate N examples, drawn by a shuffle under `seed`.")
     concurrency: int | None = Field(default=None, description="Parallel requests (default: the model's max_concurrency).")
     reward_config: str | None = Field(default=None, description="Reward TOML (default: the environment's packaged one).")
-    seed: int = 0
+    seed: int = Field(default=42, description="Selects the example subset when `limit` is set; one seed, one subset for every model.")
 
 
 def eval_asset_key(env: EnvSpec, model: ModelSpec) -> dg.AssetKey:

@@ -39,9 +39,16 @@ class EnvSpec:
         return getattr(self.package, self.parse)
 
     def load_tasks(
-        self, dataset_path: Path | None, reward_config: Path | None, limit: int | None = None
+        self,
+        dataset_path: Path | None,
+        reward_config: Path | None,
+        limit: int | None = None,
+        seed: int | None = None,
     ) -> list[vf.Task]:
-        """Tasks through verifiers' own loader, as `vf-eval` would build them."""
+        """Tasks through verifiers' own loader, as `vf-eval` would build them. With a
+        `limit`, the subset is `limit` tasks after a shuffle under `seed` (vf-eval's
+        `-s --select.seed SEED -n LIMIT` picks the same ones), so every model compared
+        with one seed sees the same examples."""
         from verifiers.v1.utils.loaders import load_taskset, taskset_config_type
 
         config_type = taskset_config_type(self.env_id)
@@ -51,7 +58,9 @@ class EnvSpec:
             task={"reward_config": reward_config},
         )
         taskset = load_taskset(config)
-        return list(taskset.take(limit) if limit else taskset)
+        if limit:
+            taskset = (taskset.shuffle(seed) if seed is not None else taskset).take(limit)
+        return list(taskset)
 
     def reward_settings(self, reward_config: Path | None) -> Any:
         return self.package.load_reward_settings(reward_config)

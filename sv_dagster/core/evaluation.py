@@ -51,14 +51,14 @@ def evaluate(
     limit: int | None = None,
     concurrency: int | None = None,
     reward_config: Path | None = None,
-    seed: int = 0,
+    seed: int | None = 0,
     dataset_info: dict[str, Any] | None = None,
 ) -> EvalRun:
     """Run the eval and write its artifacts. Every configuration problem (bad dataset,
     bad reward config, missing API key, unreachable endpoint) raises before the first
     model call."""
     settings = env.reward_settings(reward_config)
-    tasks = env.load_tasks(dataset_path, reward_config, limit)
+    tasks = env.load_tasks(dataset_path, reward_config, limit, seed)
     asyncio.run(backend.preflight())
     run_dir = eval_dir(outputs_root, env, model, run_id)
     run_dir.mkdir(parents=True, exist_ok=True)

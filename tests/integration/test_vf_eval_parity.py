@@ -72,7 +72,7 @@ def test_vf_eval_and_pipeline_agree_on_every_reward(tmp_path: Path):
                 str(BIN / "vf-eval"), "sv-env-network-logs", "--no-push",
                 "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
                 "--client.base-url", server.base_url, "--client.api-key-var", "LOOPBACK_KEY",
-                "-m", "loopback-model", "-n", str(N_EXAMPLES), "-c", "4",
+                "-m", "loopback-model", "-s", "true", "--select.seed", "7", "-n", str(N_EXAMPLES), "-c", "4",
                 "--env.taskset.task.reward-config", str(reward_config),
                 "-o", str(tmp_path / "vf"), "--run.dir", "parity",
             ],
@@ -84,7 +84,7 @@ def test_vf_eval_and_pipeline_agree_on_every_reward(tmp_path: Path):
         model = ModelSpec(name="loopback", backend="openai", model="loopback-model", base_url=server.base_url)
         run = evaluate(
             ENVS["e1"], model, OpenAICompatibleBackend(model), dataset_path=None,
-            outputs_root=tmp_path / "ours", run_id="parity", limit=N_EXAMPLES, reward_config=reward_config,
+            outputs_root=tmp_path / "ours", run_id="parity", limit=N_EXAMPLES, seed=7, reward_config=reward_config,
         )
     ours = {row["example_id"]: row for row in read_results(run.results_path)}
     assert len(theirs) == N_EXAMPLES and set(theirs) == set(ours)

@@ -160,3 +160,14 @@ def test_row_without_answer_is_rejected_with_file_and_line(tmp_path: Path):
 def test_missing_dataset_file_is_a_clear_error(tmp_path: Path):
     with pytest.raises(DatasetError, match="dataset file not found: .*nope.jsonl"):
         tasks(dataset_path=tmp_path / "nope.jsonl")
+
+
+def test_seeded_subset_is_stable_per_seed_and_differs_across_seeds():
+    from sv_dagster.core.envs import ENVS
+
+    def keys(seed):
+        return [t.key for t in ENVS["e1"].load_tasks(None, None, limit=10, seed=seed)]
+
+    assert keys(42) == keys(42) and len(set(keys(42))) == 10
+    assert keys(42) != keys(1)
+    assert [t.key for t in ENVS["e1"].load_tasks(None, None)] == [t.key for t in tasks()]
