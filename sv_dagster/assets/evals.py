@@ -22,6 +22,11 @@ class EvalConfig(dg.Config):
     limit: int | None = Field(default=None, description="Evaluate N examples, drawn by a shuffle under `seed`.")
     concurrency: int | None = Field(default=None, description="Parallel requests (default: the model's max_concurrency).")
     reward_config: str | None = Field(default=None, description="Reward TOML (default: the environment's packaged one).")
+    resume_run_id: str | None = Field(
+        default=None,
+        description="Continue that run's eval folder, skipping finished examples. Dagster re-execution "
+        "of a run does this by itself (it continues the root run's folder).",
+    )
     seed: int = Field(default=42, description="Selects the example subset when `limit` is set; one seed, one subset for every model.")
 
 
@@ -44,6 +49,8 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
         from sv_dagster.core.evaluation import evaluate  # imports verifiers (~3 s): only when run
 
         spec = models.spec(model.name)
+        # A re-execution (from failure, or of a killed run) continues its root run's folder.
+        resume_from = config.resume_run_id or context.run.root_run_id
         reward_config = Path(config.reward_config) if config.reward_config else None
         run = evaluate(
             env,
@@ -51,7 +58,8 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
             models.backend(model.name, env.env_id),
             dataset_path=dataset.files[config.split],
             outputs_root=outputs_root(),
-            run_id=context.run_id,
+            run_id=resume_from or context.run_id,
+            resume=resume_from is not None,
             limit=config.limit,
             concurrency=config.concurrency,
             reward_config=reward_config,
@@ -77,6 +85,8 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
                 "reward_config": run.metadata["reward_config"],
                 "reward_config_hash": run.metadata["reward_config"]["sha256"],
                 "dataset_split": config.split,
+                "eval_run_id": run.metadata["run_id"],
+                "resumed_examples": run.metadata["counts"]["n_resumed"],
                 "sample": summary["sample"],
             },
             metadata={

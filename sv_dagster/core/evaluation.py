@@ -53,10 +53,12 @@ def evaluate(
     reward_config: Path | None = None,
     seed: int | None = 0,
     dataset_info: dict[str, Any] | None = None,
+    resume: bool = False,
 ) -> EvalRun:
     """Run the eval and write its artifacts. Every configuration problem (bad dataset,
     bad reward config, missing API key, unreachable endpoint) raises before the first
-    model call."""
+    model call. With `resume`, examples already finished in this run folder are kept
+    and only the rest are run (an interrupted or re-executed run)."""
     settings = env.reward_settings(reward_config)
     tasks = env.load_tasks(dataset_path, reward_config, limit, seed)
     asyncio.run(backend.preflight())
@@ -67,7 +69,6 @@ def evaluate(
         run_dir / "results.jsonl",
         run_dir / "summary.json",
     )
-    results_path.unlink(missing_ok=True)  # a re-execution of the same run id starts clean
     concurrency = concurrency or model.max_concurrency
     metadata: dict[str, Any] = redact(
         {
@@ -90,7 +91,7 @@ def evaluate(
     )
     _write_json(metadata_path, metadata)
     counts = asyncio.run(
-        run_eval(tasks, backend, results_path, concurrency=concurrency, parse=env.parser())
+        run_eval(tasks, backend, results_path, concurrency=concurrency, parse=env.parser(), resume=resume)
     )
     summary = env.summarize(read_results(results_path), settings)
     summary.update(

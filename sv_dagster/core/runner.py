@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-from collections.abc import Callable, Sequence
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -24,9 +26,12 @@ from sv_dagster.core.traces import chat_messages, completion_trace
 @dataclass(frozen=True)
 class RunCounts:
     n: int
+    """Examples run by this call."""
     n_scored: int
     n_model_errors: int
     n_scoring_errors: int
+    n_resumed: int = 0
+    """Examples already finished in results.jsonl and skipped (resume)."""
 
 
 def _finite(value: float | None) -> float | None:
@@ -60,7 +65,6 @@ async def _run_one(
     backend: Backend,
     writer: _ResultsWriter,
     parse: Callable[[str], Any] | None,
-    semaphore: asyncio.Semaphore,
 ) -> str:
     messages = chat_messages(task)
     row: dict[str, Any] = {
@@ -80,13 +84,12 @@ async def _run_one(
         "latency_s": None,
         "attempts": None,
     }
-    async with semaphore:
-        try:
-            completion = await backend.complete(messages)
-        except CompletionFailed as exc:
-            row.update(error=str(exc), error_kind="model", attempts=exc.attempts)
-            await writer.write(row)
-            return "model_error"
+    try:
+        completion = await backend.complete(messages)
+    except CompletionFailed as exc:
+        row.update(error=str(exc), error_kind="model", attempts=exc.attempts)
+        await writer.write(row)
+        return "model_error"
     row.update(
         completion=completion.text,
         usage=completion.usage,
@@ -108,31 +111,72 @@ async def _run_one(
     return "scored"
 
 
+def compact_results(results_path: Path) -> set[str]:
+    """Keep the finished examples of an interrupted run and return their ids.
+
+    Finished = a complete JSON line that is scored or failed in scoring (its completion is
+    kept; `rescore` can redo it). A torn last line (the process was killed mid-write) and
+    model failures are dropped, so resuming runs them again; the file is rewritten
+    atomically, so a second interruption cannot lose what was kept.
+    """
+    if not results_path.exists():
+        return set()
+    kept: dict[str, str] = {}
+    with results_path.open(encoding="utf-8") as handle:
+        for line in handle:
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(row, dict) and row.get("example_id") and row.get("error_kind") != "model":
+                kept[row["example_id"]] = line if line.endswith("\n") else line + "\n"
+    tmp = results_path.with_suffix(".jsonl.tmp")
+    tmp.write_text("".join(kept.values()), encoding="utf-8")
+    os.replace(tmp, results_path)
+    return set(kept)
+
+
 async def run_eval(
-    tasks: Sequence[vf.Task],
+    tasks: Iterable[vf.Task],
     backend: Backend,
     results_path: Path,
     *,
     concurrency: int = 4,
     parse: Callable[[str], Any] | None = None,
+    resume: bool = False,
 ) -> RunCounts:
-    """Evaluate `tasks` with `backend`, appending to `results_path` (JSONL). Call
-    `backend.preflight()` first to fail early on an unreachable endpoint."""
-    semaphore = asyncio.Semaphore(max(1, concurrency))
+    """Evaluate `tasks` with `backend`, appending one line per example to `results_path`.
+
+    `concurrency` workers pull tasks from one iterator, so memory does not grow with the
+    number of examples. With `resume`, examples already finished in the file are skipped
+    (see `compact_results`); without it the file starts empty. Call `backend.preflight()`
+    first to fail early on an unreachable endpoint.
+    """
     results_path.parent.mkdir(parents=True, exist_ok=True)
+    if resume:
+        finished = compact_results(results_path)
+    else:
+        results_path.unlink(missing_ok=True)
+        finished = set()
+    pending = (task for task in tasks if task.key not in finished)
+    outcomes: Counter[str] = Counter()
     try:
         with results_path.open("a", encoding="utf-8") as handle:
             writer = _ResultsWriter(handle)
-            outcomes = await asyncio.gather(
-                *(_run_one(task, backend, writer, parse, semaphore) for task in tasks)
-            )
+
+            async def worker() -> None:
+                for task in pending:  # shared iterator: each worker takes the next task
+                    outcomes[await _run_one(task, backend, writer, parse)] += 1
+
+            await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
     finally:
         await backend.aclose()
     return RunCounts(
-        n=len(outcomes),
-        n_scored=outcomes.count("scored"),
-        n_model_errors=outcomes.count("model_error"),
-        n_scoring_errors=outcomes.count("scoring_error"),
+        n=sum(outcomes.values()),
+        n_scored=outcomes["scored"],
+        n_model_errors=outcomes["model_error"],
+        n_scoring_errors=outcomes["scoring_error"],
+        n_resumed=len(finished),
     )
 
 

@@ -29,10 +29,12 @@ class LoopbackOpenAIServer:
         *,
         model_ids: Sequence[str] = ("loopback-model",),
         require_api_key: str | None = None,
+        delay_s: float = 0.0,
     ) -> None:
         self.reply = reply or (lambda request: DEFAULT_REPLY)
         self.model_ids = list(model_ids)
         self.require_api_key = require_api_key
+        self.delay_s = delay_s
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         self._failures: list[tuple[int, float | None]] = []
@@ -134,6 +136,8 @@ class LoopbackOpenAIServer:
                     status, retry_after = failure
                     headers = {"Retry-After": str(retry_after)} if retry_after is not None else None
                     return self._error(status, f"injected failure {status}", headers)
+                if server.delay_s:
+                    time.sleep(server.delay_s)  # a slow model; each request has its own thread
                 text = server.reply(request)
                 prompt = " ".join(str(m.get("content") or "") for m in request.get("messages", []))
                 usage = {
