@@ -2,6 +2,9 @@
 
     sv-dagster demo [--job eval_e1]   run a job in-process on the project's instance and
                                       print each eval's headline metrics and artifact paths
+    sv-dagster rescore EVAL_DIR [--reward-config TOML]
+                                      score an eval folder's stored completions again with the
+                                      current verifier (no model calls); writes a new folder
 """
 
 from __future__ import annotations
@@ -80,14 +83,35 @@ def run_demo(job_name: str) -> int:
     return 0
 
 
+def run_rescore(source: Path, reward_config: Path | None) -> int:
+    import uuid
+
+    from sv_dagster.core.envs import ENVS
+    from sv_dagster.core.evaluation import rescore
+    from sv_dagster.core.paths import outputs_root
+
+    metadata = json.loads((source / "metadata.json").read_text())
+    env = next(spec for spec in ENVS.values() if spec.env_id == metadata["env"])
+    run_id = f"rescore-{uuid.uuid4().hex[:12]}"
+    run = rescore(env, source, outputs_root=outputs_root(), run_id=run_id, reward_config=reward_config)
+    print(format_table([json.loads(Path(source, "summary.json").read_text()), run.summary]))
+    print(f"\nre-scored {source} -> {run.run_dir}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sv-dagster", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="run a job in-process and print its eval table")
     demo.add_argument("--job", default="eval_e1")
+    again = commands.add_parser("rescore", help="re-score stored completions with the current verifier")
+    again.add_argument("eval_dir", type=Path)
+    again.add_argument("--reward-config", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.command == "demo":
         return run_demo(args.job)
+    if args.command == "rescore":
+        return run_rescore(args.eval_dir, args.reward_config)
     return 2
 
 

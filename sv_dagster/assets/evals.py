@@ -22,6 +22,11 @@ class EvalConfig(dg.Config):
     limit: int | None = Field(default=None, description="Evaluate N examples, drawn by a shuffle under `seed`.")
     concurrency: int | None = Field(default=None, description="Parallel requests (default: the model's max_concurrency).")
     reward_config: str | None = Field(default=None, description="Reward TOML (default: the environment's packaged one).")
+    use_cache: bool = Field(
+        default=True,
+        description="Answer repeated requests (same model, messages, sampling, seed) from the response "
+        "cache under the outputs root instead of calling the model again.",
+    )
     resume_run_id: str | None = Field(
         default=None,
         description="Continue that run's eval folder, skipping finished examples. Dagster re-execution "
@@ -46,6 +51,7 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
     def eval_model(context: dg.AssetExecutionContext, config: EvalConfig, dataset: Artifact, models: ModelRegistry) -> Artifact:
         if config.split not in dataset.files:
             raise dg.Failure(f"dataset/{env.short} has no split {config.split!r} (have: {sorted(dataset.files)})")
+        from sv_dagster.core.cache import ResponseCache
         from sv_dagster.core.evaluation import evaluate  # imports verifiers (~3 s): only when run
 
         spec = models.spec(model.name)
@@ -60,6 +66,7 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
             outputs_root=outputs_root(),
             run_id=resume_from or context.run_id,
             resume=resume_from is not None,
+            cache=ResponseCache(outputs_root() / "cache" / "responses.sqlite3") if config.use_cache else None,
             limit=config.limit,
             concurrency=config.concurrency,
             reward_config=reward_config,
@@ -87,6 +94,7 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
                 "dataset_split": config.split,
                 "eval_run_id": run.metadata["run_id"],
                 "resumed_examples": run.metadata["counts"]["n_resumed"],
+                "response_cache": run.metadata.get("response_cache"),
                 "sample": summary["sample"],
             },
             metadata={

@@ -55,6 +55,7 @@ class Completion:
     latency_s: float
     attempts: int = 1
     finish_reason: str | None = None
+    cached: bool = False
 
 
 class Backend(Protocol):

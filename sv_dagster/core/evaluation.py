@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from sv_dagster.core.backends import Backend
+from sv_dagster.core.cache import CachedBackend, ResponseCache
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.provenance import file_sha256, package_versions, redact
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.core.paths import safe_path_part
-from sv_dagster.core.runner import read_results, run_eval
+from sv_dagster.core.runner import read_results, run_eval, score_row
 
 
 @dataclass(frozen=True)
@@ -32,8 +33,8 @@ class EvalRun:
     metadata: dict[str, Any]
 
 
-def eval_dir(outputs_root: Path, env: EnvSpec, model: ModelSpec, run_id: str) -> Path:
-    return outputs_root / "evals" / f"{env.env_id}--{safe_path_part(model.name)}" / run_id
+def eval_dir(outputs_root: Path, env: EnvSpec, model_name: str, run_id: str) -> Path:
+    return outputs_root / "evals" / f"{env.env_id}--{safe_path_part(model_name)}" / run_id
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -54,15 +55,18 @@ def evaluate(
     seed: int | None = 0,
     dataset_info: dict[str, Any] | None = None,
     resume: bool = False,
+    cache: ResponseCache | None = None,
 ) -> EvalRun:
     """Run the eval and write its artifacts. Every configuration problem (bad dataset,
     bad reward config, missing API key, unreachable endpoint) raises before the first
     model call. With `resume`, examples already finished in this run folder are kept
     and only the rest are run (an interrupted or re-executed run)."""
     settings = env.reward_settings(reward_config)
+    if cache is not None and model.backend != "heuristic":  # rule baselines cost nothing to re-run
+        backend = CachedBackend(backend, cache)
     tasks = env.load_tasks(dataset_path, reward_config, limit, seed)
     asyncio.run(backend.preflight())
-    run_dir = eval_dir(outputs_root, env, model, run_id)
+    run_dir = eval_dir(outputs_root, env, model.name, run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     metadata_path, results_path, summary_path = (
         run_dir / "metadata.json",
@@ -98,6 +102,57 @@ def evaluate(
         run_id=run_id, env=env.env_id, model=model.name, sample=bool((dataset_info or {}).get("sample"))
     )
     metadata.update(finished_at=datetime.now(UTC).isoformat(), counts=counts.__dict__)
+    if isinstance(backend, CachedBackend):
+        metadata["response_cache"] = {"path": str(cache.path), "hits": cache.hits, "misses": cache.misses}
     _write_json(metadata_path, metadata)
     _write_json(summary_path, summary)
     return EvalRun(run_dir, metadata_path, results_path, summary_path, summary, metadata)
+
+
+def rescore(
+    env: EnvSpec,
+    source: Path,
+    *,
+    outputs_root: Path,
+    run_id: str,
+    reward_config: Path | None = None,
+) -> EvalRun:
+    """Score the completions stored in an eval folder again with the environment's
+    current verifier (and `reward_config`), with no model calls. Writes a new eval folder
+    beside the source, whose metadata names the run it re-scored."""
+    source_meta = json.loads((source / "metadata.json").read_text())
+    dataset = source_meta["dataset"]["path"]
+    dataset_path = None if dataset == "bundled" else Path(dataset)
+    settings = env.reward_settings(reward_config)
+    tasks = {task.key: task for task in env.load_tasks(dataset_path, reward_config)}
+    model = source_meta["model"]
+    run_dir = eval_dir(outputs_root, env, model["name"], run_id)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    metadata = {
+        **source_meta,
+        "run_id": run_id,
+        "rescored_from": {"run_id": source_meta["run_id"], "path": str(source)},
+        "reward_config": settings.as_dict(),
+        "packages": package_versions(["sv-dagster", "verifiers", "dagster", env.env_id, "sv-shared"]),
+        "started_at": datetime.now(UTC).isoformat(),
+    }
+    results_path = run_dir / "results.jsonl"
+
+    async def score_all() -> None:
+        parse = env.parser()
+        with results_path.open("w", encoding="utf-8") as out:
+            for row in read_results(source / "results.jsonl"):
+                task = tasks.get(row["example_id"])
+                if task is None:
+                    row.update(error=f"example {row['example_id']} not in {dataset}", error_kind="scoring", reward=None)
+                elif row.get("error_kind") != "model" and row.get("completion") is not None:
+                    await score_row(row, task, row["completion"], parse, model["model"])
+                out.write(json.dumps(row, default=str) + "\n")
+
+    asyncio.run(score_all())
+    summary = env.summarize(read_results(results_path), settings)
+    summary.update(run_id=run_id, env=env.env_id, model=model["name"], sample=bool(source_meta["dataset"].get("sample")))
+    metadata["finished_at"] = datetime.now(UTC).isoformat()
+    _write_json(run_dir / "metadata.json", metadata)
+    _write_json(run_dir / "summary.json", summary)
+    return EvalRun(run_dir, run_dir / "metadata.json", results_path, run_dir / "summary.json", summary, metadata)

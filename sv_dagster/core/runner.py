@@ -96,18 +96,30 @@ async def _run_one(
         latency_s=round(completion.latency_s, 4),
         attempts=completion.attempts,
         finish_reason=completion.finish_reason,
+        cached=completion.cached,
     )
+    outcome = await score_row(row, task, completion.text, parse, backend.spec.model)
+    await writer.write(row)
+    return outcome
+
+
+async def score_row(
+    row: dict[str, Any], task: vf.Task, completion: str, parse: Callable[[str], Any] | None, model: str | None
+) -> str:
+    """Fill `row`'s parsed answer, rewards and total for `completion`; a scoring failure is
+    recorded on the row (the completion we paid for is kept). Returns the outcome."""
     if parse is not None:
-        parsed = parse(completion.text)
+        parsed = parse(completion)
         row["parsed"] = parsed.to_dict() if hasattr(parsed, "to_dict") else parsed
     try:
-        scores, weights, total = await score_completion(task, completion.text, backend.spec.model)
-    except Exception as exc:  # a verifier bug must not lose the completion we paid for
-        row.update(error=f"scoring failed: {type(exc).__name__}: {exc}", error_kind="scoring")
-        await writer.write(row)
+        scores, weights, total = await score_completion(task, completion, model)
+    except Exception as exc:  # a verifier bug must not lose the example
+        row.update(
+            rewards=None, reward_weights=None, reward=None,
+            error=f"scoring failed: {type(exc).__name__}: {exc}", error_kind="scoring",
+        )
         return "scoring_error"
-    row.update(rewards=scores, reward_weights=weights, reward=_finite(total))
-    await writer.write(row)
+    row.update(rewards=scores, reward_weights=weights, reward=_finite(total), error=None, error_kind=None)
     return "scored"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -47,3 +48,20 @@ def test_demo_prints_metrics_and_artifact_paths(isolated: Path):
     accuracy = float(row.split()[2])
     assert 0.0 < accuracy <= 1.0
     assert "sv-env-network-logs--heuristic" in out and "results.jsonl" in out
+
+
+def test_rescore_command_writes_a_new_folder(isolated: Path, capsys):
+    from sv_dagster.cli import main
+    from sv_dagster.core.backends import make_backend
+    from sv_dagster.core.envs import ENVS
+    from sv_dagster.core.evaluation import evaluate
+    from sv_dagster.core.registry import load_registry
+
+    heuristic = load_registry()["heuristic"]
+    run = evaluate(ENVS["e1"], heuristic, make_backend(heuristic, "sv-env-network-logs"), dataset_path=None,
+                   outputs_root=isolated / "outputs", run_id="src", limit=10)
+    assert main(["rescore", str(run.run_dir)]) == 0
+    out = capsys.readouterr().out
+    (new_dir,) = [p for p in run.run_dir.parent.iterdir() if p.name.startswith("rescore-")]
+    assert str(new_dir) in out and (new_dir / "summary.json").is_file()
+    assert json.loads((new_dir / "metadata.json").read_text())["rescored_from"]["run_id"] == "src"

@@ -145,3 +145,48 @@ def test_a_scoring_failure_is_recorded_and_the_run_goes_on(tmp_path: Path, monke
     assert broken and len(rows) == 60
     assert all("verifier bug" in row["error"] and row["completion"] and row["reward"] is None for row in broken)
     assert run.summary["n_scoring_errors"] == len(broken) and run.summary["n"] == 60 - len(broken)
+
+
+def test_response_cache_answers_a_repeated_run_without_calls(tmp_path: Path):
+    from sv_dagster.core.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "cache.sqlite3")
+    with LoopbackOpenAIServer(prose_reply) as server:
+        model = spec(server)
+        first = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="a", limit=6, cache=cache)
+        asked = len(server.requests)
+        second = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="b", limit=6, cache=cache)
+        assert len(server.requests) == asked == 6  # no new calls
+        hotter = ModelSpec(**{**model.__dict__, "sampling": type(model.sampling)(temperature=0.9)})
+        evaluate(E1, hotter, fast_backend(hotter), dataset_path=None, outputs_root=tmp_path, run_id="c", limit=6, cache=cache)
+        assert len(server.requests) == 12  # other sampling parameters: a different request
+    rows_a, rows_b = read_results(first.results_path), read_results(second.results_path)
+    assert {r["example_id"]: r["completion"] for r in rows_a} == {r["example_id"]: r["completion"] for r in rows_b}
+    assert all(r["cached"] for r in rows_b) and not any(r["cached"] for r in rows_a)
+    assert second.metadata["response_cache"]["hits"] == 6 and first.metadata["response_cache"]["misses"] == 6
+
+
+def test_rescore_uses_stored_completions_and_the_new_reward_config(tmp_path: Path):
+    from sv_dagster.core.evaluation import rescore
+
+    with LoopbackOpenAIServer(prose_reply) as server:
+        model = spec(server)
+        server.fail_next(3, status=500)  # one example ends as a model error
+        first = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="a", limit=8, concurrency=1)
+        asked = len(server.requests)
+    heavier = tmp_path / "heavier.toml"
+    heavier.write_text("[weights]\naccuracy = 4.0\n")
+    again = rescore(E1, first.run_dir, outputs_root=tmp_path, run_id="a-rescored", reward_config=heavier)
+    assert len(server.requests) == asked  # no model call
+    old, new = read_results(first.results_path), read_results(again.results_path)
+    assert [r["example_id"] for r in old] == [r["example_id"] for r in new]
+    for before, after in zip(old, new):
+        assert before["completion"] == after["completion"]
+        if before["error_kind"] == "model":
+            assert after["error_kind"] == "model" and after["reward"] is None
+        else:
+            assert after["reward_weights"]["accuracy"] == 4.0
+            assert after["rewards"] == before["rewards"]  # same verifier, same scores
+    assert again.metadata["rescored_from"]["run_id"] == "a"
+    assert again.summary["accuracy"] == first.summary["accuracy"]
+    assert again.run_dir.parent == first.run_dir.parent

@@ -1,0 +1,100 @@
+"""A response cache: the same request to the same model is answered from disk.
+
+Keyed by (backend, base URL, model id, messages, sampling parameters including the seed),
+so re-running an eval after a verifier change costs no model calls. SQLite (standard
+library) in WAL mode: several processes may share one cache file.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from sv_dagster.core.backends import Backend, Completion
+from sv_dagster.core.provenance import stable_json
+from sv_dagster.core.registry import ModelSpec
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    model TEXT NOT NULL,
+    completion TEXT NOT NULL,
+    created_at REAL NOT NULL
+)
+"""
+
+
+def request_key(spec: ModelSpec, messages: list[dict[str, Any]]) -> str:
+    sampling = {k: v for k, v in spec.sampling.as_dict().items() if k != "timeout_s"}
+    identity = {
+        "backend": spec.backend,
+        "base_url": spec.base_url,
+        "model": spec.model,
+        "messages": messages,
+        "sampling": sampling,
+    }
+    return hashlib.sha256(stable_json(identity).encode()).hexdigest()
+
+
+class ResponseCache:
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._db = sqlite3.connect(path, timeout=30, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute(SCHEMA)
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: str) -> Completion | None:
+        row = self._db.execute("SELECT completion FROM responses WHERE key = ?", (key,)).fetchone()
+        if row is None:
+            self.misses += 1
+            return None
+        self.hits += 1
+        data = json.loads(row[0])
+        return Completion(**{**data, "latency_s": 0.0, "attempts": 0, "cached": True})
+
+    def put(self, key: str, model: str, completion: Completion) -> None:
+        data = {
+            "text": completion.text,
+            "usage": completion.usage,
+            "latency_s": completion.latency_s,
+            "finish_reason": completion.finish_reason,
+        }
+        self._db.execute(
+            "INSERT OR REPLACE INTO responses (key, model, completion, created_at) VALUES (?, ?, ?, ?)",
+            (key, model, json.dumps(data), time.time()),
+        )
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class CachedBackend:
+    """Wraps a backend: answers repeated requests from the cache, stores new successes."""
+
+    def __init__(self, inner: Backend, cache: ResponseCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.spec = inner.spec
+
+    async def preflight(self) -> None:
+        await self.inner.preflight()
+
+    async def complete(self, messages: list[dict[str, str]]) -> Completion:
+        key = request_key(self.spec, messages)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        completion = await self.inner.complete(messages)
+        self.cache.put(key, self.spec.name, replace(completion, cached=False))
+        return completion
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
