@@ -98,13 +98,14 @@ def test_dagster_resume_run_id_continues_the_folder(isolated: Path, monkeypatch)
         instance = dg.DagsterInstance.get()
         job = defs.resolve_implicit_global_asset_job_def()
         keys = {dg.AssetKey.from_user_string(k) for k in ("corpus/iot23", "dataset/e1", "eval/e1/loop")}
-        first = job.get_subset(asset_selection=keys).execute_in_process(instance=instance)
+        no_cache = {"ops": {"eval__e1__loop": {"config": {"use_cache": False}}}}  # count real requests
+        first = job.get_subset(asset_selection=keys).execute_in_process(instance=instance, run_config=no_cache)
         results = isolated / "outputs" / "evals" / "sv-env-network-logs--loop" / first.run_id / "results.jsonl"
         total = lines(results)
         kept = results.read_text().splitlines()[: total // 2]
         results.write_text("\n".join(kept) + "\n")  # as if the run had died half way
         asked = len(server.requests)
-        config = {"ops": {"eval__e1__loop": {"config": {"resume_run_id": first.run_id}}}}
+        config = {"ops": {"eval__e1__loop": {"config": {"resume_run_id": first.run_id, "use_cache": False}}}}
         second = job.get_subset(asset_selection={dg.AssetKey(["eval", "e1", "loop"])}).execute_in_process(
             instance=instance, run_config=config
         )
