@@ -7,7 +7,13 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # The project's own Dagster instance unless DAGSTER_HOME is set.
 export DAGSTER_HOME ?= $(CURDIR)/.dagster
 
-.PHONY: setup demo test ui bench lock clean samples
+EVAL_TARGETS := eval-e1
+.PHONY: setup demo test ui bench lock clean samples $(EVAL_TARGETS)
+
+# make eval-e1 MODELS="gpt-5-mini heuristic" N=32 [SEED=42]
+MODELS ?= heuristic
+N ?=
+SEED ?= 42
 
 setup: $(STAMP)
 
@@ -25,6 +31,9 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest
+
+$(EVAL_TARGETS): eval-%: setup
+	$(BIN)/sv-dagster eval $* --models $(MODELS) --seed $(SEED) $(if $(N),--n $(N))
 
 ui: setup
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000

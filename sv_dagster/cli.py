@@ -2,6 +2,8 @@
 
     sv-dagster demo [--job eval_e1]   run a job in-process on the project's instance and
                                       print each eval's headline metrics and artifact paths
+    sv-dagster eval e1 --models heuristic gpt-5-mini [--n 32] [--seed 42]
+                                      evaluate registry models (one Dagster run, in the UI)
     sv-dagster rescore EVAL_DIR [--reward-config TOML]
                                       score an eval folder's stored completions again with the
                                       current verifier (no model calls); writes a new folder
@@ -45,17 +47,12 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def run_demo(job_name: str) -> int:
-    import dagster as dg
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+"""Step-by-step DEBUG events stay in the instance (and the UI); the console gets the table."""
 
-    from sv_dagster.definitions import defs
 
-    started = time.perf_counter()
-    instance = dg.DagsterInstance.get()
-    job = defs.resolve_job_def(job_name)
-    # Step-by-step DEBUG events stay in the instance (and the UI); the console gets the table.
-    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    result = job.execute_in_process(instance=instance, run_config=quiet, raise_on_error=False)
+def _report(result, title: str, started: float) -> int:
+    """Print the eval table of an executed run (or its step failures)."""
     if not result.success:
         for event in result.all_events:
             if event.is_step_failure:
@@ -71,7 +68,9 @@ def run_demo(job_name: str) -> int:
         sample = sample or bool(summary.get("sample"))
         rows.append(summary)
         paths.append(run_dir)
-    print(f"\n{job_name}: run {result.run_id} on instance {instance.root_directory}")
+    import dagster as dg
+
+    print(f"\n{title}: run {result.run_id} on instance {dg.DagsterInstance.get().root_directory}")
     if sample:
         print("DATA: bundled SAMPLE (synthetic flows in the IoT-23 schema), not the real corpus\n")
     print(format_table(rows))
@@ -81,6 +80,52 @@ def run_demo(job_name: str) -> int:
         print(f"{row['model']}: {shown}/{{metadata.json,results.jsonl,summary.json}}")
     print(f"\nwall time {time.perf_counter() - started:.1f} s; open the UI with `make ui` (same instance)")
     return 0
+
+
+def run_demo(job_name: str) -> int:
+    import dagster as dg
+
+    from sv_dagster.definitions import build_definitions
+
+    started = time.perf_counter()
+    job = build_definitions().resolve_job_def(job_name)
+    result = job.execute_in_process(instance=dg.DagsterInstance.get(), run_config=QUIET, raise_on_error=False)
+    return _report(result, job_name, started)
+
+
+def run_eval_command(env_short: str, models: list[str], n: int | None, seed: int, split: str, concurrency: int | None) -> int:
+    """`make eval-e1 MODELS="..." N=32`: materialize eval/<env>/<model> for each model,
+    as one Dagster run on the project's instance (so it shows in the UI with lineage).
+    The dataset is built first only when it has never been materialized."""
+    import dagster as dg
+
+    from sv_dagster.assets.evals import eval_asset_key
+    from sv_dagster.core.envs import ENVS
+    from sv_dagster.core.registry import load_registry
+    from sv_dagster.definitions import build_definitions
+
+    started = time.perf_counter()
+    defs = build_definitions()  # with the registry as it is now
+    env, registry = ENVS[env_short], load_registry()
+    unknown = [name for name in models if name not in registry]
+    if unknown:
+        print(f"unknown model(s) {unknown}; the registry has {sorted(registry)}", file=sys.stderr)
+        return 2
+    instance = dg.DagsterInstance.get()
+    keys = {eval_asset_key(env, registry[name]) for name in models}
+    selection = dg.AssetSelection.assets(*keys)
+    if instance.get_latest_materialization_event(dg.AssetKey(["dataset", env.short])) is None:
+        selection = selection.upstream()
+    op_config = {"limit": n, "seed": seed, "split": split, "concurrency": concurrency}
+    run_config = {
+        **QUIET,
+        "ops": {"__".join(key.path): {"config": op_config} for key in keys},
+    }
+    job = defs.resolve_implicit_global_asset_job_def()
+    subset = job.get_subset(asset_selection=selection.resolve(defs.resolve_asset_graph()))
+    result = subset.execute_in_process(instance=instance, run_config=run_config, raise_on_error=False,
+                                       tags={"sv/env": env.short, "sv/trigger": "eval-command"})
+    return _report(result, f"eval {env_short} ({', '.join(models)})", started)
 
 
 def run_rescore(source: Path, reward_config: Path | None) -> int:
@@ -104,12 +149,22 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="run a job in-process and print its eval table")
     demo.add_argument("--job", default="eval_e1")
+    evals = commands.add_parser("eval", help="evaluate registry models on one environment")
+    evals.add_argument("env", choices=["e1"])
+    evals.add_argument("--models", nargs="+", required=True, help="registry names")
+    evals.add_argument("--n", type=int, default=None, help="examples per model (seeded subset)")
+    evals.add_argument("--seed", type=int, default=42)
+    evals.add_argument("--split", default="test")
+    evals.add_argument("--concurrency", type=int, default=None)
     again = commands.add_parser("rescore", help="re-score stored completions with the current verifier")
     again.add_argument("eval_dir", type=Path)
     again.add_argument("--reward-config", type=Path, default=None)
     args = parser.parse_args(argv)
     if args.command == "demo":
         return run_demo(args.job)
+    if args.command == "eval":
+        models = [name for chunk in args.models for name in chunk.split()]
+        return run_eval_command(args.env, models, args.n, args.seed, args.split, args.concurrency)
     if args.command == "rescore":
         return run_rescore(args.eval_dir, args.reward_config)
     return 2

@@ -17,6 +17,7 @@ from typing import Any
 from sv_dagster.core.backends import Backend
 from sv_dagster.core.cache import CachedBackend, ResponseCache
 from sv_dagster.core.envs import EnvSpec
+from sv_dagster.core.pricing import PriceTable, load_price_table
 from sv_dagster.core.provenance import file_sha256, package_versions, redact
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.core.paths import safe_path_part
@@ -56,12 +57,14 @@ def evaluate(
     dataset_info: dict[str, Any] | None = None,
     resume: bool = False,
     cache: ResponseCache | None = None,
+    prices: PriceTable | None = None,
 ) -> EvalRun:
     """Run the eval and write its artifacts. Every configuration problem (bad dataset,
     bad reward config, missing API key, unreachable endpoint) raises before the first
     model call. With `resume`, examples already finished in this run folder are kept
     and only the rest are run (an interrupted or re-executed run)."""
     settings = env.reward_settings(reward_config)
+    prices = prices or load_price_table()
     if cache is not None and model.backend != "heuristic":  # rule baselines cost nothing to re-run
         backend = CachedBackend(backend, cache)
     tasks = env.load_tasks(dataset_path, reward_config, limit, seed)
@@ -89,13 +92,17 @@ def evaluate(
             "reward_config": settings.as_dict(),
             "seed": seed,
             "concurrency": concurrency,
+            "price_table": {"version": prices.version, "currency": prices.currency},
             "packages": package_versions(["sv-dagster", "verifiers", "dagster", env.env_id, "sv-shared"]),
             "started_at": datetime.now(UTC).isoformat(),
         }
     )
     _write_json(metadata_path, metadata)
     counts = asyncio.run(
-        run_eval(tasks, backend, results_path, concurrency=concurrency, parse=env.parser(), resume=resume)
+        run_eval(
+            tasks, backend, results_path, concurrency=concurrency, parse=env.parser(), resume=resume,
+            price=lambda usage: prices.cost(model.model, usage),
+        )
     )
     summary = env.summarize(read_results(results_path), settings)
     summary.update(

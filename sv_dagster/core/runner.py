@@ -65,6 +65,7 @@ async def _run_one(
     backend: Backend,
     writer: _ResultsWriter,
     parse: Callable[[str], Any] | None,
+    price: Callable[[dict | None], float | None],
 ) -> str:
     messages = chat_messages(task)
     row: dict[str, Any] = {
@@ -81,6 +82,7 @@ async def _run_one(
         "error": None,
         "error_kind": None,
         "usage": None,
+        "cost_usd": None,
         "latency_s": None,
         "attempts": None,
     }
@@ -93,6 +95,7 @@ async def _run_one(
     row.update(
         completion=completion.text,
         usage=completion.usage,
+        cost_usd=0.0 if completion.cached else price(completion.usage),  # a cache hit costs nothing
         latency_s=round(completion.latency_s, 4),
         attempts=completion.attempts,
         finish_reason=completion.finish_reason,
@@ -156,10 +159,11 @@ async def run_eval(
     concurrency: int = 4,
     parse: Callable[[str], Any] | None = None,
     resume: bool = False,
+    price: Callable[[dict | None], float | None] = lambda usage: None,
 ) -> RunCounts:
     """Evaluate `tasks` with `backend`, appending one line per example to `results_path`.
 
-    `concurrency` workers pull tasks from one iterator, so memory does not grow with the
+    `price(usage)` gives each call's cost (None when unpriced). `concurrency` workers pull tasks from one iterator, so memory does not grow with the
     number of examples. With `resume`, examples already finished in the file are skipped
     (see `compact_results`); without it the file starts empty. Call `backend.preflight()`
     first to fail early on an unreachable endpoint.
@@ -178,7 +182,7 @@ async def run_eval(
 
             async def worker() -> None:
                 for task in pending:  # shared iterator: each worker takes the next task
-                    outcomes[await _run_one(task, backend, writer, parse)] += 1
+                    outcomes[await _run_one(task, backend, writer, parse, price)] += 1
 
             await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
     finally:

@@ -33,6 +33,12 @@ def classification_summary(rows: list[dict[str, Any]], settings: Any) -> dict[st
         "n_scoring_errors": sum(1 for row in rows if row.get("error_kind") == "scoring"),
         "format_rate": fmean(bool((row.get("parsed") or {}).get("format_ok")) for row in scored) if scored else None,
         "mean_reward": _mean(row.get("reward") for row in scored),
+        "total_cost_usd": _sum(row.get("cost_usd") for row in rows),
+        "n_unpriced": sum(1 for row in rows if row.get("completion") is not None and row.get("cost_usd") is None),
+        "tokens": {
+            kind: sum((row.get("usage") or {}).get(kind, 0) for row in rows)
+            for kind in ("prompt_tokens", "completion_tokens")
+        },
         "mean_rewards": {
             name: _mean((row.get("rewards") or {}).get(name) for row in scored) for name in reward_names
         },
@@ -43,3 +49,8 @@ def classification_summary(rows: list[dict[str, Any]], settings: Any) -> dict[st
 def _mean(values) -> float | None:
     present = [v for v in values if v is not None]
     return fmean(present) if present else None
+
+
+def _sum(values) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None

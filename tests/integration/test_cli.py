@@ -65,3 +65,28 @@ def test_rescore_command_writes_a_new_folder(isolated: Path, capsys):
     (new_dir,) = [p for p in run.run_dir.parent.iterdir() if p.name.startswith("rescore-")]
     assert str(new_dir) in out and (new_dir / "summary.json").is_file()
     assert json.loads((new_dir / "metadata.json").read_text())["rescored_from"]["run_id"] == "src"
+
+
+def test_eval_command_runs_the_named_models_with_n_and_seed(isolated: Path, monkeypatch, capsys):
+    from sv_env_network_logs import heuristic_reply
+
+    from sv_dagster.cli import main
+    from tests.support.openai_server import LoopbackOpenAIServer
+
+    with LoopbackOpenAIServer(lambda req: heuristic_reply(req["messages"][-1]["content"])) as server:
+        registry = isolated / "models.yaml"
+        registry.write_text(
+            "models:\n  heuristic:\n    backend: heuristic\n    default: true\n"
+            f"  loop-llm:\n    backend: openai\n    model: m\n    base_url: {server.base_url}\n"
+        )
+        monkeypatch.setenv("SV_MODEL_REGISTRY", str(registry))
+        assert main(["eval", "e1", "--models", "loop-llm heuristic", "--n", "7", "--seed", "3"]) == 0
+        assert len(server.requests) == 7
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("heuristic ", "loop-llm "))}
+    assert rows["heuristic"][1] == rows["loop-llm"][1] == "7"
+    assert rows["heuristic"][2] == rows["loop-llm"][2]  # same replies, same seeded subset -> same accuracy
+    instance = dg.DagsterInstance.get()
+    (run,) = instance.get_runs()
+    assert run.tags["sv/trigger"] == "eval-command"
+    assert main(["eval", "e1", "--models", "nope"]) == 2

@@ -190,3 +190,26 @@ def test_rescore_uses_stored_completions_and_the_new_reward_config(tmp_path: Pat
     assert again.metadata["rescored_from"]["run_id"] == "a"
     assert again.summary["accuracy"] == first.summary["accuracy"]
     assert again.run_dir.parent == first.run_dir.parent
+
+
+def test_cost_per_example_from_the_price_table(tmp_path: Path):
+    from sv_dagster.core.cache import ResponseCache
+    from sv_dagster.core.pricing import load_price_table
+
+    prices = load_price_table()
+    cache = ResponseCache(tmp_path / "cache.sqlite3")
+    with LoopbackOpenAIServer(prose_reply) as server:
+        priced = ModelSpec(name="mini", backend="openai", model="gpt-5-mini", base_url=server.base_url)
+        run = evaluate(E1, priced, fast_backend(priced), dataset_path=None, outputs_root=tmp_path, run_id="p", limit=5, cache=cache)
+        again = evaluate(E1, priced, fast_backend(priced), dataset_path=None, outputs_root=tmp_path, run_id="q", limit=5, cache=cache)
+        unpriced = spec(server)
+        free = evaluate(E1, unpriced, fast_backend(unpriced), dataset_path=None, outputs_root=tmp_path, run_id="r", limit=5)
+    rows = read_results(run.results_path)
+    for row in rows:
+        usage = row["usage"]
+        assert row["cost_usd"] == pytest.approx((usage["prompt_tokens"] * 0.25 + usage["completion_tokens"] * 2.0) / 1e6)
+    assert run.summary["total_cost_usd"] == pytest.approx(sum(r["cost_usd"] for r in rows))
+    assert run.summary["total_cost_usd"] > 0
+    assert run.metadata["price_table"]["version"] == prices.version
+    assert again.summary["total_cost_usd"] == 0.0  # all from the cache
+    assert free.summary["total_cost_usd"] is None and free.summary["n_unpriced"] == 5

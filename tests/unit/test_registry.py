@@ -51,3 +51,18 @@ def test_bad_registry_names_file_and_model(tmp_path: Path, text: str, message: s
 def test_missing_registry_file(tmp_path: Path):
     with pytest.raises(RegistryError, match="model registry not found"):
         load_registry(tmp_path / "none.yaml")
+
+
+def test_price_table_validation(tmp_path: Path):
+    from sv_dagster.core.pricing import PriceTableError, load_price_table
+
+    table = load_price_table()
+    assert table.cost("gpt-5", {"prompt_tokens": 1_000_000, "completion_tokens": 100_000}) == pytest.approx(2.25)
+    assert table.cost("unknown-model", {"prompt_tokens": 5}) is None
+    bad = tmp_path / "prices.yaml"
+    bad.write_text('version: "1"\nmodels:\n  m: {input: cheap}\n')
+    with pytest.raises(PriceTableError, match=f"{bad}: model 'm'"):
+        load_price_table(bad)
+    bad.write_text("models: {}\n")
+    with pytest.raises(PriceTableError, match="needs a 'version'"):
+        load_price_table(bad)
