@@ -7,6 +7,8 @@ from typing import Any
 
 from sv_shared import Prediction, classification_metrics
 
+from sv_dagster.core.stats import STANDARD_SEED, bootstrap_cis, example_arrays
+
 
 def classification_summary(rows: list[dict[str, Any]], settings: Any) -> dict[str, Any]:
     """Metrics for a labelling environment (E1, E4) from its results rows.
@@ -39,6 +41,8 @@ def classification_summary(rows: list[dict[str, Any]], settings: Any) -> dict[st
             kind: sum((row.get("usage") or {}).get(kind, 0) for row in rows)
             for kind in ("prompt_tokens", "completion_tokens")
         },
+        # 95% percentile bootstrap CIs (1,000 resamples, seed 42) of the headline metrics.
+        "ci95": bootstrap_cis(example_arrays(scored, settings.costs), seed=STANDARD_SEED),
         "mean_rewards": {
             name: _mean((row.get("rewards") or {}).get(name) for row in scored) for name in reward_names
         },
