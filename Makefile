@@ -8,7 +8,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export DAGSTER_HOME ?= $(CURDIR)/.dagster
 
 EVAL_TARGETS := eval-e1
-.PHONY: setup demo test ui bench lock clean samples $(EVAL_TARGETS)
+.PHONY: setup demo test ui bench lock clean samples check $(EVAL_TARGETS)
 
 # make eval-e1 MODELS="gpt-5-mini heuristic" N=32 [SEED=42]
 MODELS ?= heuristic
@@ -34,6 +34,10 @@ test: setup
 
 $(EVAL_TARGETS): eval-%: setup
 	$(BIN)/sv-dagster eval $* --models $(MODELS) --seed $(SEED) $(if $(N),--n $(N))
+
+# The regression gate over the latest evals (exit 1 on a regression), as CI would run it.
+check: setup
+	$(BIN)/sv-dagster check
 
 ui: setup
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000

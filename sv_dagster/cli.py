@@ -4,6 +4,9 @@
                                       print each eval's headline metrics and artifact paths
     sv-dagster eval e1 --models heuristic gpt-5-mini [--n 32] [--seed 42]
                                       evaluate registry models (one Dagster run, in the UI)
+    sv-dagster baseline record EVAL_DIR
+                                      make an eval folder its (env, model)'s regression baseline
+    sv-dagster check                  regression gate over the latest evals; exit 1 on a regression
     sv-dagster rescore EVAL_DIR [--reward-config TOML]
                                       score an eval folder's stored completions again with the
                                       current verifier (no model calls); writes a new folder
@@ -144,6 +147,42 @@ def run_rescore(source: Path, reward_config: Path | None) -> int:
     return 0
 
 
+def run_check() -> int:
+    """`make check`: the regression gate over every eval asset's latest materialization."""
+    import dagster as dg
+
+    from sv_dagster.core.envs import ENVS
+    from sv_dagster.core.gate import regression_gate
+    from sv_dagster.core.paths import outputs_root
+    from sv_dagster.core.registry import load_registry
+
+    instance, failed, checked = dg.DagsterInstance.get(), 0, 0
+    for env in ENVS.values():
+        for spec in load_registry().values():
+            entry = instance.get_latest_materialization_event(dg.AssetKey(["eval", env.short, spec.key]))
+            if entry is None:
+                continue
+            run_dir = Path(entry.asset_materialization.metadata["artifact_path"].value)
+            result = regression_gate(run_dir, outputs_root())
+            checked += 1
+            verdict = "PASS" if result.passed else "FAIL"
+            detail = "; ".join(result.failures) or result.note or ", ".join(
+                f"{c.metric} {c.delta:+.4f} (p={c.p_value:.2g})" for c in result.comparisons
+            )
+            print(f"{verdict}  eval/{env.short}/{spec.key}  {detail}")
+            failed += not result.passed
+    print(f"{checked} eval(s) checked, {failed} regression(s)")
+    return 1 if failed else 0
+
+
+def run_baseline(eval_dir: Path) -> int:
+    from sv_dagster.core.gate import record_baseline
+    from sv_dagster.core.paths import outputs_root
+
+    print(f"baseline recorded: {record_baseline(eval_dir, outputs_root())}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="sv-dagster", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
@@ -159,7 +198,15 @@ def main(argv: list[str] | None = None) -> int:
     again = commands.add_parser("rescore", help="re-score stored completions with the current verifier")
     again.add_argument("eval_dir", type=Path)
     again.add_argument("--reward-config", type=Path, default=None)
+    commands.add_parser("check", help="regression gate over the latest evals (exit 1 on a regression)")
+    baseline = commands.add_parser("baseline", help="record an eval folder as its model's baseline")
+    baseline.add_argument("action", choices=["record"])
+    baseline.add_argument("eval_dir", type=Path)
     args = parser.parse_args(argv)
+    if args.command == "check":
+        return run_check()
+    if args.command == "baseline":
+        return run_baseline(args.eval_dir)
     if args.command == "demo":
         return run_demo(args.job)
     if args.command == "eval":

@@ -15,7 +15,7 @@ from dotenv import load_dotenv
 
 from sv_dagster.assets.corpora import corpus_iot23
 from sv_dagster.assets.datasets import dataset_e1
-from sv_dagster.assets.evals import build_eval_assets
+from sv_dagster.assets.evals import build_eval_assets, build_regression_checks
 from sv_dagster.assets.recipe import PROVENANCE_TAG
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import PROJECT_ROOT
@@ -51,6 +51,7 @@ def build_definitions() -> dg.Definitions:
     eval_e1 = eval_job(ENVS["e1"], models)
     defs = dg.Definitions(
         assets=assets,
+        asset_checks=build_regression_checks(ENVS["e1"], models),
         jobs=[eval_e1],
         schedules=[nightly_regression(eval_e1)],
         resources={"models": ModelRegistry(registry_path=str(registry_path()))},

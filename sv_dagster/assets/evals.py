@@ -113,4 +113,41 @@ def build_eval_assets(env: EnvSpec, models: dict[str, ModelSpec]) -> list[dg.Ass
     return [build_eval_asset(env, spec) for spec in models.values() if spec.supports(env.short)]
 
 
-__all__ = ["ENVS", "EvalConfig", "build_eval_assets", "eval_asset_key"]
+
+
+def build_regression_check(env: EnvSpec, model: ModelSpec) -> dg.AssetChecksDefinition:
+    key = eval_asset_key(env, model)
+
+    @dg.asset_check(
+        asset=key,
+        name="regression_gate",
+        blocking=True,
+        description="Fails when accuracy or mean reward drops by more than 3% against the recorded "
+        "baseline of this model and environment and a paired test (McNemar / paired bootstrap) "
+        "gives p < 0.05. Record a baseline with `sv-dagster baseline record EVAL_DIR`.",
+    )
+    def regression_gate_check(context) -> dg.AssetCheckResult:  # dagster rejects a string annotation here
+        from sv_dagster.core.gate import regression_gate
+
+        entry = context.instance.get_latest_materialization_event(key)
+        run_dir = Path(entry.asset_materialization.metadata["artifact_path"].value)
+        result = regression_gate(run_dir, outputs_root())
+        return dg.AssetCheckResult(
+            passed=result.passed,
+            severity=dg.AssetCheckSeverity.ERROR,
+            metadata={
+                "eval_dir": dg.MetadataValue.path(str(run_dir)),
+                "gate": dg.MetadataValue.json(result.metadata()),
+                **{
+                    f"{c.metric}_delta": dg.MetadataValue.float(c.delta) for c in result.comparisons
+                },
+                **{f"{c.metric}_p_value": dg.MetadataValue.float(c.p_value) for c in result.comparisons},
+                "failures": dg.MetadataValue.text("; ".join(result.failures) or "none"),
+            },
+        )
+
+    return regression_gate_check
+
+
+def build_regression_checks(env: EnvSpec, models: dict[str, ModelSpec]) -> list[dg.AssetChecksDefinition]:
+    return [build_regression_check(env, spec) for spec in models.values() if spec.supports(env.short)]

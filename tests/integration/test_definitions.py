@@ -84,3 +84,11 @@ def test_an_asset_without_provenance_is_refused():
     require_provenance([fine])
     with pytest.raises(ValueError, match="rogue"):
         require_provenance([fine, rogue])
+
+
+def test_every_eval_asset_has_a_blocking_regression_gate(graph):
+    checks = {(key.asset_key.to_user_string(), key.name) for key in graph.resolve_asset_graph().asset_check_keys}
+    evals = {key for key in EXPECTED_DEPS if key.startswith("eval/")}
+    assert checks == {(key, "regression_gate") for key in evals}
+    job = graph.resolve_job_def("eval_e1")
+    assert {k.asset_key.to_user_string() for k in job.asset_layer.asset_graph.asset_check_keys} == {"eval/e1/heuristic"}

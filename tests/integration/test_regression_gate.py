@@ -1,0 +1,55 @@
+"""The regression gate blocks a planted regression, in Dagster and in `make check`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dagster as dg
+from sv_env_network_logs import heuristic_reply
+
+from sv_dagster.cli import main
+from sv_dagster.definitions import build_definitions
+from tests.support.openai_server import LoopbackOpenAIServer
+
+KEY = dg.AssetKey(["eval", "e1", "loop"])
+CHECK = dg.AssetCheckKey(KEY, "regression_gate")
+
+
+def test_gate_passes_without_baseline_then_blocks_a_planted_regression(isolated: Path, monkeypatch, capsys):
+    policy = {"reply": lambda prompt: heuristic_reply(prompt)}
+    with LoopbackOpenAIServer(lambda req: policy["reply"](req["messages"][-1]["content"])) as server:
+        registry = isolated / "models.yaml"
+        registry.write_text(
+            "models:\n  heuristic:\n    backend: heuristic\n    default: true\n"
+            f"  loop:\n    backend: openai\n    model: m\n    base_url: {server.base_url}\n"
+        )
+        monkeypatch.setenv("SV_MODEL_REGISTRY", str(registry))
+        defs = build_definitions()
+        instance = dg.DagsterInstance.get()
+        job = defs.resolve_implicit_global_asset_job_def()
+        path = {dg.AssetKey(["corpus", "iot23"]), dg.AssetKey(["dataset", "e1"]), KEY}
+        config = {"ops": {"eval__e1__loop": {"config": {"split": "train", "use_cache": False}}}}
+
+        first = job.get_subset(asset_selection=path).execute_in_process(instance=instance, run_config=config)
+        (evaluation,) = first.get_asset_check_evaluations()
+        assert evaluation.passed and "no baseline" in evaluation.metadata["gate"].value["note"]
+        eval_dir = Path(instance.get_latest_materialization_event(KEY).asset_materialization.metadata["artifact_path"].value)
+        assert main(["baseline", "record", str(eval_dir)]) == 0
+
+        same = job.get_subset(asset_selection={KEY}).execute_in_process(instance=instance, run_config=config)
+        assert same.get_asset_check_evaluations()[0].passed  # same replies: no regression
+
+        policy["reply"] = lambda prompt: '{"label": "Benign", "confidence": 0.9}'  # the planted regression
+        worse = job.get_subset(asset_selection={KEY}).execute_in_process(
+            instance=instance, run_config=config, raise_on_error=False
+        )
+    (failed,) = worse.get_asset_check_evaluations()
+    assert not failed.passed and failed.severity == dg.AssetCheckSeverity.ERROR
+    gate = failed.metadata["gate"].value
+    assert "accuracy fell" in gate["failures"][0]
+    accuracy = next(c for c in gate["comparisons"] if c["metric"] == "accuracy")
+    assert accuracy["delta"] < -0.1 and accuracy["p_value"] < 0.05 and accuracy["ci"][1] < 0
+    capsys.readouterr()
+    assert main(["check"]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL  eval/e1/loop" in out and "1 regression(s)" in out
