@@ -17,6 +17,7 @@ from sv_dagster.assets.corpora import corpus_iot23
 from sv_dagster.assets.datasets import dataset_e1
 from sv_dagster.assets.evals import build_eval_assets, build_regression_checks
 from sv_dagster.assets.recipe import PROVENANCE_TAG
+from sv_dagster.assets.triage import build_triage_assets
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import PROJECT_ROOT
 from sv_dagster.core.registry import load_registry, registry_path
@@ -46,7 +47,8 @@ def require_provenance(assets: Iterable[dg.AssetsDefinition]) -> None:
 def build_definitions() -> dg.Definitions:
     load_dotenv(PROJECT_ROOT / ".env")  # API keys and endpoints; .env is git-ignored
     models = load_registry()
-    assets = [corpus_iot23, dataset_e1, *build_eval_assets(ENVS["e1"], models)]
+    e1 = ENVS["e1"]
+    assets = [corpus_iot23, dataset_e1, *build_eval_assets(e1, models), *build_triage_assets(e1, models)]
     require_provenance(assets)
     eval_e1 = eval_job(ENVS["e1"], models)
     defs = dg.Definitions(

@@ -33,6 +33,8 @@ def test_dagster_job_execute_eval_e1_as_written(isolated: Path):
     entry = instance.get_latest_materialization_event(dg.AssetKey(["eval", "e1", "heuristic"]))
     assert entry is not None and entry.run_id == runs[0].run_id
     assert (isolated / "outputs" / "evals" / "sv-env-network-logs--heuristic" / runs[0].run_id / "summary.json").is_file()
+    (notes,) = (isolated / "outputs" / "notes").glob("*-triage-e1-heuristic.md")
+    assert "# Triage: sv-env-network-logs / heuristic" in notes.read_text()
 
 
 @pytest.mark.slow

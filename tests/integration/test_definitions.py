@@ -18,9 +18,13 @@ EXPECTED_DEPS = {
     "eval/e1/gpt_5_mini": {"dataset/e1"},
     "eval/e1/gpt_5": {"dataset/e1"},
     "eval/e1/qwen3_72b_vllm": {"dataset/e1"},
+    "triage/e1/heuristic": {"eval/e1/heuristic"},
+    "triage/e1/gpt_5_mini": {"eval/e1/gpt_5_mini"},
+    "triage/e1/gpt_5": {"eval/e1/gpt_5"},
+    "triage/e1/qwen3_72b_vllm": {"eval/e1/qwen3_72b_vllm"},
 }
 EXPECTED_GROUPS = {"corpus/iot23": "corpora", "dataset/e1": "datasets", "eval/e1/heuristic": "evals"}
-EXPECTED_JOBS = {"eval_e1": {"corpus/iot23", "dataset/e1", "eval/e1/heuristic"}}
+EXPECTED_JOBS = {"eval_e1": {"corpus/iot23", "dataset/e1", "eval/e1/heuristic", "triage/e1/heuristic"}}
 EXPECTED_SCHEDULES = {"nightly_eval_e1": ("eval_e1", "0 3 * * *")}
 
 
@@ -69,7 +73,8 @@ def test_adding_a_model_is_a_registry_edit(tmp_path: Path, monkeypatch):
     )
     monkeypatch.setenv("SV_MODEL_REGISTRY", str(path))
     keys = {key.to_user_string() for key in build_definitions().resolve_asset_graph().get_all_asset_keys()}
-    assert keys == {"corpus/iot23", "dataset/e1", "eval/e1/heuristic", "eval/e1/my_vllm"}
+    assert keys == {"corpus/iot23", "dataset/e1", "eval/e1/heuristic", "eval/e1/my_vllm",
+                    "triage/e1/heuristic", "triage/e1/my_vllm"}
 
 
 def test_an_asset_without_provenance_is_refused():
