@@ -9,6 +9,7 @@ reached at all fails in `preflight`, before any example runs.
 from __future__ import annotations
 
 import importlib
+import json
 import os
 import time
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+from sv_dagster.core.limits import AdaptiveConcurrency
 from sv_dagster.core.registry import ModelSpec
 
 # Rule baselines per environment, imported lazily: "module:function(prompt) -> reply".
@@ -97,6 +99,8 @@ class HeuristicBackend:
 def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError)):
         return True
+    if isinstance(exc, (json.JSONDecodeError, openai.APIResponseValidationError)):
+        return True  # a garbled body (a proxy's error page) is worth another try
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
 
@@ -147,6 +151,7 @@ class OpenAICompatibleBackend:
         self._api_key = api_key
         self.max_attempts = max_attempts
         self._wait = _WaitRetryAfter(backoff_initial_s, backoff_max_s)
+        self.limits = AdaptiveConcurrency(spec.max_concurrency, requests_per_minute=spec.requests_per_minute)
         self.client = openai.AsyncOpenAI(
             base_url=self.base_url,
             api_key=api_key,
@@ -196,8 +201,14 @@ class OpenAICompatibleBackend:
             ):
                 with attempt:
                     attempts += 1
-                    response = await self.client.chat.completions.create(**self._request(messages))
-        except openai.OpenAIError as exc:
+                    async with self.limits.slot():
+                        try:
+                            response = await self.client.chat.completions.create(**self._request(messages))
+                        except openai.RateLimitError:
+                            self.limits.throttled()
+                            raise
+                    self.limits.succeeded()
+        except (openai.OpenAIError, json.JSONDecodeError) as exc:
             raise CompletionFailed(
                 f"{type(exc).__name__} from {self.base_url} after {attempts} attempt(s): {exc}", attempts
             ) from exc

@@ -109,6 +109,9 @@ def evaluate(
         run_id=run_id, env=env.env_id, model=model.name, sample=bool((dataset_info or {}).get("sample"))
     )
     metadata.update(finished_at=datetime.now(UTC).isoformat(), counts=counts.__dict__)
+    limits = getattr(getattr(backend, "inner", backend), "limits", None)
+    if limits is not None:
+        metadata["endpoint_limits"] = limits.stats()
     if isinstance(backend, CachedBackend):
         metadata["response_cache"] = {"path": str(cache.path), "hits": cache.hits, "misses": cache.misses}
     _write_json(metadata_path, metadata)

@@ -56,6 +56,8 @@ class ModelSpec:
     envs: tuple[str, ...] = ()
     """Environments this model is evaluated on; empty means all."""
     max_concurrency: int = 4
+    requests_per_minute: int | None = None
+    """Provider rate limit to stay under (None: no cap beyond the adaptive concurrency)."""
     sampling: Sampling = field(default_factory=Sampling)
     description: str = ""
 
@@ -118,6 +120,7 @@ def _spec(name: str, raw: Any, where: str) -> ModelSpec:
         default=bool(raw.get("default", False)),
         envs=tuple(envs),
         max_concurrency=int(raw.get("max_concurrency", 4)),
+        requests_per_minute=int(raw["requests_per_minute"]) if raw.get("requests_per_minute") else None,
         sampling=sampling,
         description=str(raw.get("description", "")),
     )

@@ -11,7 +11,7 @@ from sv_env_network_logs import heuristic_reply
 from sv_dagster.core.backends import BackendConfigError, BackendUnavailable, OpenAICompatibleBackend
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.evaluation import evaluate
-from sv_dagster.core.registry import ModelSpec
+from sv_dagster.core.registry import ModelSpec, Sampling
 from sv_dagster.core.runner import read_results
 from tests.support.openai_server import LoopbackOpenAIServer
 
@@ -157,7 +157,7 @@ def test_response_cache_answers_a_repeated_run_without_calls(tmp_path: Path):
         asked = len(server.requests)
         second = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="b", limit=6, cache=cache)
         assert len(server.requests) == asked == 6  # no new calls
-        hotter = ModelSpec(**{**model.__dict__, "sampling": type(model.sampling)(temperature=0.9)})
+        hotter = ModelSpec(**{**model.__dict__, "sampling": Sampling(temperature=0.9)})
         evaluate(E1, hotter, fast_backend(hotter), dataset_path=None, outputs_root=tmp_path, run_id="c", limit=6, cache=cache)
         assert len(server.requests) == 12  # other sampling parameters: a different request
     rows_a, rows_b = read_results(first.results_path), read_results(second.results_path)
@@ -213,3 +213,41 @@ def test_cost_per_example_from_the_price_table(tmp_path: Path):
     assert run.metadata["price_table"]["version"] == prices.version
     assert again.summary["total_cost_usd"] == 0.0  # all from the cache
     assert free.summary["total_cost_usd"] is None and free.summary["n_unpriced"] == 5
+
+
+def test_concurrency_halves_on_429_and_never_exceeds_the_cap(tmp_path: Path):
+    with LoopbackOpenAIServer(prose_reply, delay_s=0.03) as server:
+        server.fail_next(6, status=429, retry_after=0.0)
+        model = spec(server, max_concurrency=8)
+        run = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="r", concurrency=16)
+        peak = server.peak_in_flight
+    limits = run.metadata["endpoint_limits"]
+    assert peak <= 8 and limits["peak_in_flight"] <= 8
+    assert limits["throttle_events"] >= 1 and limits["lowest_limit"] < 8
+    assert run.summary["n_errors"] == 0 and run.summary["n_examples"] == 60
+
+
+def test_requests_per_minute_cap(tmp_path: Path):
+    import time
+
+    with LoopbackOpenAIServer(prose_reply) as server:
+        model = spec(server, requests_per_minute=240)  # 4 per second
+        start = time.perf_counter()
+        evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="r", limit=12)
+        elapsed = time.perf_counter() - start
+    assert elapsed >= 1.5  # 12 requests at 4/s with a one-second burst need >= 2 s of bucket time
+
+
+def test_twenty_percent_faults_every_example_ends_scored_or_recorded(tmp_path: Path):
+    with LoopbackOpenAIServer(prose_reply, chaos=0.2, chaos_seed=7, hang_s=1.5) as server:
+        model = spec(server, max_concurrency=8, sampling=Sampling(timeout_s=0.5))
+        run = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="chaos")
+        injected = list(server.injected)
+    rows = read_results(run.results_path)
+    assert len(rows) == 60 and len({r["example_id"] for r in rows}) == 60
+    assert set(injected) == {"429", "500", "hang", "garbage"}
+    for row in rows:
+        assert (row["error"] is None and row["rewards"] is not None) or row["error_kind"] == "model"
+    retried = [row for row in rows if row["error"] is None and row["attempts"] > 1]
+    assert retried, "transient faults were retried"
+    assert run.summary["n_examples"] == 60

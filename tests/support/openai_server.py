@@ -8,6 +8,7 @@ Retry-After) and an optional required API key.
 from __future__ import annotations
 
 import json
+import random
 import threading
 import time
 import uuid
@@ -30,11 +31,22 @@ class LoopbackOpenAIServer:
         model_ids: Sequence[str] = ("loopback-model",),
         require_api_key: str | None = None,
         delay_s: float = 0.0,
+        chaos: float = 0.0,
+        chaos_seed: int = 0,
+        hang_s: float = 2.0,
     ) -> None:
         self.reply = reply or (lambda request: DEFAULT_REPLY)
         self.model_ids = list(model_ids)
         self.require_api_key = require_api_key
         self.delay_s = delay_s
+        # Fault injection: this fraction of chat requests get a 429, a 500, a hang of
+        # `hang_s` (longer than the client's timeout) or a 200 with a garbage body.
+        self.chaos = chaos
+        self._chaos_rng = random.Random(chaos_seed)
+        self.hang_s = hang_s
+        self.injected: list[str] = []
+        self.in_flight = 0
+        self.peak_in_flight = 0
         self.requests: list[dict] = []
         self._lock = threading.Lock()
         self._failures: list[tuple[int, float | None]] = []
@@ -131,6 +143,36 @@ class LoopbackOpenAIServer:
                     return self._error(400, "body is not JSON")
                 with server._lock:
                     server.requests.append(request)
+                    server.in_flight += 1
+                    server.peak_in_flight = max(server.peak_in_flight, server.in_flight)
+                try:
+                    self._answer(request)
+                finally:
+                    with server._lock:
+                        server.in_flight -= 1
+
+            def _answer(self, request: dict) -> None:
+                with server._lock:
+                    roll = server._chaos_rng.random() < server.chaos
+                    kind = server._chaos_rng.choice(["429", "500", "hang", "garbage"]) if roll else None
+                    if kind:
+                        server.injected.append(kind)
+                if kind == "429":
+                    return self._error(429, "injected rate limit", {"Retry-After": "0"})
+                if kind == "500":
+                    return self._error(500, "injected server error")
+                if kind == "hang":  # the client has given up by now; just drop the connection
+                    time.sleep(server.hang_s)
+                    self.close_connection = True
+                    return
+                if kind == "garbage":
+                    data = b"<html>502 Bad Gateway</html>{{{"
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 failure = server._take_failure()
                 if failure is not None:
                     status, retry_after = failure
