@@ -17,13 +17,14 @@ from sv_dagster.assets.corpora import corpus_iot23
 from sv_dagster.assets.datasets import dataset_e1
 from sv_dagster.assets.evals import build_eval_assets, build_regression_checks
 from sv_dagster.assets.recipe import PROVENANCE_TAG
+from sv_dagster.assets.reports import build_report_assets
 from sv_dagster.assets.triage import build_triage_assets
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import PROJECT_ROOT
 from sv_dagster.core.registry import load_registry, registry_path
-from sv_dagster.jobs import eval_job
+from sv_dagster.jobs import eval_job, program_jobs
 from sv_dagster.resources import ModelRegistry
-from sv_dagster.schedules import nightly_regression
+from sv_dagster.schedules import program_schedules
 
 OWNER = "team:sv-research"
 
@@ -48,14 +49,21 @@ def build_definitions() -> dg.Definitions:
     load_dotenv(PROJECT_ROOT / ".env")  # API keys and endpoints; .env is git-ignored
     models = load_registry()
     e1 = ENVS["e1"]
-    assets = [corpus_iot23, dataset_e1, *build_eval_assets(e1, models), *build_triage_assets(e1, models)]
+    evals = build_eval_assets(e1, models)
+    assets = [
+        corpus_iot23,
+        dataset_e1,
+        *evals,
+        *build_triage_assets(e1, models),
+        *build_report_assets([key for assets_def in evals for key in assets_def.keys]),
+    ]
     require_provenance(assets)
-    eval_e1 = eval_job(ENVS["e1"], models)
+    jobs = {job.name: job for job in [eval_job(e1, models), *program_jobs([e1], models)]}
     defs = dg.Definitions(
         assets=assets,
-        asset_checks=build_regression_checks(ENVS["e1"], models),
-        jobs=[eval_e1],
-        schedules=[nightly_regression(eval_e1)],
+        asset_checks=build_regression_checks(e1, models),
+        jobs=list(jobs.values()),
+        schedules=program_schedules(jobs),
         resources={"models": ModelRegistry(registry_path=str(registry_path()))},
     )
     # One policy for every asset: owner shown in the UI.

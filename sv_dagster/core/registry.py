@@ -53,6 +53,10 @@ class ModelSpec:
     """Name of the env var holding the API key (never the key itself)."""
     default: bool = False
     """Evaluated by `dagster job execute -j eval_eN` and the demo."""
+    sweep: bool = False
+    """In the weekly quick sweep and the bi-weekly full eval."""
+    nightly: bool = False
+    """In the nightly regression."""
     envs: tuple[str, ...] = ()
     """Environments this model is evaluated on; empty means all."""
     max_concurrency: int = 4
@@ -118,6 +122,8 @@ def _spec(name: str, raw: Any, where: str) -> ModelSpec:
         base_url=raw.get("base_url"),
         api_key_env=raw.get("api_key_env"),
         default=bool(raw.get("default", False)),
+        sweep=bool(raw.get("sweep", False)),
+        nightly=bool(raw.get("nightly", False)),
         envs=tuple(envs),
         max_concurrency=int(raw.get("max_concurrency", 4)),
         requests_per_minute=int(raw["requests_per_minute"]) if raw.get("requests_per_minute") else None,

@@ -1,6 +1,15 @@
-"""Jobs. `eval_eN` materializes environment N's path (corpus -> dataset -> eval -> triage) for the
-registry's default models; other models' eval assets are materialized from the UI or
-with an explicit selection."""
+"""Jobs.
+
+- `eval_eN`: environment N's path (corpus -> dataset -> eval -> triage) for the registry's
+  `default: true` models; other models are materialized from the UI or `make eval-eN`.
+Program jobs re-curate the datasets first (cheap, and picks up corpus updates).
+- `weekly_sweep`: quick evals (N=10, seed 42) of the `sweep: true` models, triage, the
+  weekly report and the scoreboard.
+- `biweekly_full_eval`: full evals of the sweep models (and, once E5/E6 land, the tournament).
+- `nightly_regression`: full evals of the `nightly: true` models; their regression gates run
+  with them.
+- `monthly_report`: the monthly report and the scoreboard.
+"""
 
 from __future__ import annotations
 
@@ -11,17 +20,73 @@ from sv_dagster.assets.triage import triage_asset_key
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.registry import ModelSpec
 
+QUICK_SWEEP_N = 10
+STANDARD_SEED = 42
+REPORTS_WEEKLY = dg.AssetKey(["reports", "weekly"])
+REPORTS_MONTHLY = dg.AssetKey(["reports", "monthly"])
+SCOREBOARD = dg.AssetKey(["reports", "scoreboard"])
+
 
 def eval_job(env: EnvSpec, models: dict[str, ModelSpec]) -> dg.UnresolvedAssetJobDefinition:
     chosen = [m for m in models.values() if m.default and m.supports(env.short)]
-    defaults = [eval_asset_key(env, m) for m in chosen]
-    if not defaults:
+    if not chosen:
         raise ValueError(f"no default model in the registry evaluates {env.short}; mark one `default: true`")
     return dg.define_asset_job(
         name=f"eval_{env.short}",
-        selection=dg.AssetSelection.assets(*defaults).upstream()
+        selection=dg.AssetSelection.assets(*(eval_asset_key(env, m) for m in chosen)).upstream()
         | dg.AssetSelection.assets(*(triage_asset_key(env, m) for m in chosen)),
-        description=f"{env.env_id}: corpus -> dataset -> eval for the default models "
-        f"({', '.join(m.name for m in models.values() if m.default)}).",
+        description=f"{env.env_id}: corpus -> dataset -> eval -> triage for the default models "
+        f"({', '.join(m.name for m in chosen)}).",
         tags={"sv/env": env.short},
     )
+
+
+def _evals(envs: list[EnvSpec], models: list[ModelSpec]) -> tuple[list[dg.AssetKey], list[dg.AssetKey]]:
+    pairs = [(env, m) for env in envs for m in models if m.supports(env.short)]
+    return [eval_asset_key(e, m) for e, m in pairs], [triage_asset_key(e, m) for e, m in pairs]
+
+
+def _eval_config(keys: list[dg.AssetKey], **config) -> dict:
+    return {"ops": {"__".join(key.path): {"config": config} for key in keys}}
+
+
+def program_jobs(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> list[dg.UnresolvedAssetJobDefinition]:
+    sweep = [m for m in models.values() if m.sweep]
+    nightly = [m for m in models.values() if m.nightly]
+    sweep_evals, sweep_triage = _evals(envs, sweep)
+    nightly_evals, nightly_triage = _evals(envs, nightly)
+    return [
+        dg.define_asset_job(
+            name="weekly_sweep",
+            selection=dg.AssetSelection.assets(*sweep_evals).upstream()
+            | dg.AssetSelection.assets(*sweep_triage, REPORTS_WEEKLY, SCOREBOARD),
+            config=_eval_config(sweep_evals, limit=QUICK_SWEEP_N, seed=STANDARD_SEED),
+            description=f"Quick sweep: N={QUICK_SWEEP_N} examples (seed {STANDARD_SEED}) per env for the "
+            f"sweep models ({', '.join(m.name for m in sweep)}), then the weekly report.",
+            tags={"sv/program": "weekly_sweep"},
+        ),
+        dg.define_asset_job(
+            name="biweekly_full_eval",
+            selection=dg.AssetSelection.assets(*sweep_evals).upstream()
+            | dg.AssetSelection.assets(*sweep_triage, SCOREBOARD),
+            config=_eval_config(sweep_evals, seed=STANDARD_SEED),
+            description="Full evals of the sweep models on every environment (the E5<->E6 tournament joins "
+            "once those environments land).",
+            tags={"sv/program": "biweekly_full_eval"},
+        ),
+        dg.define_asset_job(
+            name="nightly_regression",
+            selection=dg.AssetSelection.assets(*nightly_evals).upstream()
+            | dg.AssetSelection.assets(*nightly_triage),
+            config=_eval_config(nightly_evals, seed=STANDARD_SEED),
+            description=f"Nightly regression of {', '.join(m.name for m in nightly)}; each eval's "
+            "regression gate (a blocking asset check) runs with it.",
+            tags={"sv/program": "nightly_regression"},
+        ),
+        dg.define_asset_job(
+            name="monthly_report",
+            selection=dg.AssetSelection.assets(REPORTS_MONTHLY, SCOREBOARD),
+            description="The monthly consolidated report and the scoreboard.",
+            tags={"sv/program": "monthly_report"},
+        ),
+    ]

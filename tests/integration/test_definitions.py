@@ -11,21 +11,32 @@ import pytest
 from sv_dagster.assets.recipe import PROVENANCE_TAG, provenance_asset
 from sv_dagster.definitions import build_definitions, require_provenance
 
+MODEL_KEYS = [
+    "heuristic", "gpt_5", "gpt_5_mini", "claude_sonnet_4_5", "qwen3_72b", "qwen3_235b_a22b",
+    "llama_3_1_8b", "llama_3_70b", "mixtral_8x22b",
+]
 EXPECTED_DEPS = {
     "corpus/iot23": set(),
     "dataset/e1": {"corpus/iot23"},
-    "eval/e1/heuristic": {"dataset/e1"},
-    "eval/e1/gpt_5_mini": {"dataset/e1"},
-    "eval/e1/gpt_5": {"dataset/e1"},
-    "eval/e1/qwen3_72b_vllm": {"dataset/e1"},
-    "triage/e1/heuristic": {"eval/e1/heuristic"},
-    "triage/e1/gpt_5_mini": {"eval/e1/gpt_5_mini"},
-    "triage/e1/gpt_5": {"eval/e1/gpt_5"},
-    "triage/e1/qwen3_72b_vllm": {"eval/e1/qwen3_72b_vllm"},
+    **{f"eval/e1/{m}": {"dataset/e1"} for m in MODEL_KEYS},
+    **{f"triage/e1/{m}": {f"eval/e1/{m}"} for m in MODEL_KEYS},
+    **{f"reports/{r}": {f"eval/e1/{m}" for m in MODEL_KEYS} for r in ("weekly", "monthly", "scoreboard")},
 }
-EXPECTED_GROUPS = {"corpus/iot23": "corpora", "dataset/e1": "datasets", "eval/e1/heuristic": "evals"}
-EXPECTED_JOBS = {"eval_e1": {"corpus/iot23", "dataset/e1", "eval/e1/heuristic", "triage/e1/heuristic"}}
-EXPECTED_SCHEDULES = {"nightly_eval_e1": ("eval_e1", "0 3 * * *")}
+EXPECTED_GROUPS = {"corpus/iot23": "corpora", "dataset/e1": "datasets", "eval/e1/heuristic": "evals", "reports/weekly": "reports"}
+E1_HEURISTIC = {"corpus/iot23", "dataset/e1", "eval/e1/heuristic", "triage/e1/heuristic"}
+EXPECTED_JOBS = {
+    "eval_e1": E1_HEURISTIC,
+    "weekly_sweep": E1_HEURISTIC | {"reports/weekly", "reports/scoreboard"},
+    "biweekly_full_eval": E1_HEURISTIC | {"reports/scoreboard"},
+    "nightly_regression": E1_HEURISTIC,
+    "monthly_report": {"reports/monthly", "reports/scoreboard"},
+}
+EXPECTED_SCHEDULES = {
+    "weekly_sweep_schedule": ("weekly_sweep", "0 6 * * 1"),
+    "biweekly_full_eval_schedule": ("biweekly_full_eval", "0 4 * * 3"),
+    "monthly_report_schedule": ("monthly_report", "0 7 1 * *"),
+    "nightly_regression_schedule": ("nightly_regression", "0 3 * * *"),
+}
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +85,7 @@ def test_adding_a_model_is_a_registry_edit(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("SV_MODEL_REGISTRY", str(path))
     keys = {key.to_user_string() for key in build_definitions().resolve_asset_graph().get_all_asset_keys()}
     assert keys == {"corpus/iot23", "dataset/e1", "eval/e1/heuristic", "eval/e1/my_vllm",
-                    "triage/e1/heuristic", "triage/e1/my_vllm"}
+                    "triage/e1/heuristic", "triage/e1/my_vllm", "reports/weekly", "reports/monthly", "reports/scoreboard"}
 
 
 def test_an_asset_without_provenance_is_refused():

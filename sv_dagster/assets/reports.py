@@ -1,0 +1,150 @@
+"""reports/weekly, reports/monthly, reports/scoreboard: built from the eval materializations
+recorded in the instance, so each number traces to an eval table (and the report's own
+provenance lists the eval data versions it read)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import dagster as dg
+from pydantic import Field
+
+from sv_dagster.assets.common import write_json
+from sv_dagster.assets.recipe import Artifact, provenance_asset
+from sv_dagster.core.paths import outputs_root
+from sv_dagster.core.reports import (
+    EvalRecord,
+    load_record,
+    monthly_report,
+    scoreboard,
+    scoreboard_markdown,
+    weekly_markdown,
+)
+
+
+class MonthlyConfig(dg.Config):
+    month: str | None = Field(default=None, description="YYYY-MM; default: the current month to date.")
+
+
+def eval_records(
+    instance: dg.DagsterInstance, keys: list[dg.AssetKey], *, after: float | None = None, per_asset: int = 2
+) -> list[EvalRecord]:
+    """The newest `per_asset` eval materializations of each key (after a time, if given)."""
+    records = []
+    for key in keys:
+        result = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key, after_timestamp=after), limit=per_asset)
+        for record in result.records:
+            metadata = record.asset_materialization.metadata
+            run_dir = Path(metadata["artifact_path"].value)
+            if not (run_dir / "summary.json").exists():
+                continue  # outputs cleaned since: the event log still has the numbers' lineage
+            records.append(
+                load_record(
+                    env=key.path[1],
+                    model=key.path[2],
+                    run_dir=run_dir,
+                    timestamp=record.timestamp,
+                    data_version=(record.event_log_entry.tags or {}).get("dagster/data_version", ""),
+                )
+            )
+    return records
+
+
+def _latest_and_previous(records: list[EvalRecord]) -> tuple[list[EvalRecord], dict[tuple[str, str], EvalRecord]]:
+    by_key: dict[tuple[str, str], list[EvalRecord]] = defaultdict(list)
+    for record in records:
+        by_key[(record.env, record.model)].append(record)
+    latest, previous = [], {}
+    for key, items in by_key.items():
+        items.sort(key=lambda r: r.timestamp, reverse=True)
+        latest.append(items[0])
+        if len(items) > 1:
+            previous[key] = items[1]
+    return latest, previous
+
+
+def build_report_assets(eval_keys: list[dg.AssetKey]) -> list[dg.AssetsDefinition]:
+    deps = list(eval_keys)
+
+    @provenance_asset(
+        key=["reports", "weekly"],
+        deps=deps,
+        group_name="reports",
+        kinds={"markdown"},
+        description="Weekly report: reward deltas with CIs against each model's previous eval, "
+        "regressions against the baselines, synthetic data volumes, open risks.",
+    )
+    def weekly_report(context: dg.AssetExecutionContext) -> Artifact:
+        from sv_dagster.core.gate import regression_gate
+
+        latest, previous = _latest_and_previous(eval_records(context.instance, deps))
+        gates = {(r.env, r.model): regression_gate(r.run_dir, outputs_root()).metadata() for r in latest}
+        year, week, _ = datetime.now(UTC).isocalendar()
+        out = outputs_root() / "reports" / "weekly"
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"{year}-W{week:02d}.md"
+        path.write_text(weekly_markdown(f"{year}-W{week:02d}", latest, previous, gates, out), encoding="utf-8")
+        return Artifact(
+            path=path,
+            config={"week": f"{year}-W{week:02d}"},
+            facts={"evals": {f"{r.env}/{r.model}": r.data_version for r in latest}},
+            metadata={"n_evals": len(latest), "report": dg.MetadataValue.md(path.read_text()[:8000])},
+            files={"markdown": path},
+        )
+
+    @provenance_asset(
+        key=["reports", "scoreboard"],
+        deps=deps,
+        group_name="reports",
+        kinds={"json", "markdown"},
+        description="Per-environment scoreboard (latest eval per model, best mean reward first), JSON and Markdown.",
+    )
+    def scoreboard_report(context: dg.AssetExecutionContext) -> Artifact:
+        latest, _ = _latest_and_previous(eval_records(context.instance, deps, per_asset=1))
+        out = outputs_root() / "reports" / "scoreboard"
+        out.mkdir(parents=True, exist_ok=True)
+        by_env: dict[str, list[EvalRecord]] = defaultdict(list)
+        for record in latest:
+            by_env[record.env].append(record)
+        files = {}
+        for env, records in by_env.items():
+            rows = scoreboard(records)
+            files[f"{env}_json"] = write_json(out / f"{env}.json", {"env": env, "rows": rows})
+            files[f"{env}_md"] = out / f"{env}.md"
+            files[f"{env}_md"].write_text(scoreboard_markdown(env, rows, out), encoding="utf-8")
+        return Artifact(
+            path=out,
+            config={"envs": sorted(by_env)},
+            facts={"evals": {f"{r.env}/{r.model}": r.data_version for r in latest}},
+            metadata={env: dg.MetadataValue.md(files[f"{env}_md"].read_text()) for env in by_env},
+            files=files,
+        )
+
+    @provenance_asset(
+        key=["reports", "monthly"],
+        deps=deps,
+        group_name="reports",
+        kinds={"html", "markdown"},
+        description="Monthly consolidated report (Markdown and HTML with PNG plots: reliability diagrams, "
+        "reward trends per model and env, cost per model) over the month's eval materializations.",
+    )
+    def monthly(context: dg.AssetExecutionContext, config: MonthlyConfig) -> Artifact:
+        month = config.month or f"{datetime.now(UTC):%Y-%m}"
+        start = datetime.strptime(month + "-01", "%Y-%m-%d").replace(tzinfo=UTC)
+        end = (start + timedelta(days=32)).replace(day=1)
+        records = [
+            r for r in eval_records(context.instance, deps, after=start.timestamp(), per_asset=500)
+            if r.timestamp < end.timestamp()
+        ]
+        files = monthly_report(month, records, outputs_root() / "reports" / "monthly" / month)
+        return Artifact(
+            path=files["markdown"].parent,
+            config={"month": month},
+            facts={"n_evals": len(records), "evals": sorted({f"{r.env}/{r.model}" for r in records})},
+            metadata={"n_evals": len(records), "html": dg.MetadataValue.path(str(files["html"]))},
+            files=files,
+        )
+
+    return [weekly_report, scoreboard_report, monthly]

@@ -1,0 +1,276 @@
+"""Weekly and monthly reports and per-environment scoreboards, from eval folders.
+
+Plain functions over `EvalRecord`s (one eval materialization each); the Dagster assets
+gather the records from the instance, so every number here traces to an eval table, and
+every table row links to the `summary.json` it came from.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sv_dagster.core.runner import read_results
+
+
+@dataclass(frozen=True)
+class EvalRecord:
+    env: str
+    model: str
+    run_dir: Path
+    summary: dict[str, Any]
+    timestamp: float
+    data_version: str
+
+    @property
+    def when(self) -> str:
+        return datetime.fromtimestamp(self.timestamp).strftime("%Y-%m-%d %H:%M")
+
+
+def load_record(env: str, model: str, run_dir: Path, timestamp: float, data_version: str) -> EvalRecord:
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return EvalRecord(env, model, run_dir, summary, timestamp, data_version)
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def _ci(record: EvalRecord, metric: str) -> str:
+    ci = (record.summary.get("ci95") or {}).get(metric)
+    return f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "-"
+
+
+def _link(record: EvalRecord, base: Path) -> str:
+    return os.path.relpath(record.run_dir / "summary.json", base)
+
+
+def scoreboard(records: Sequence[EvalRecord]) -> list[dict[str, Any]]:
+    """Latest eval per model, best mean reward first."""
+    latest: dict[str, EvalRecord] = {}
+    for record in records:
+        if record.model not in latest or record.timestamp > latest[record.model].timestamp:
+            latest[record.model] = record
+    rows = [
+        {
+            "model": r.model,
+            "mean_reward": r.summary.get("mean_reward"),
+            "mean_reward_ci95": (r.summary.get("ci95") or {}).get("mean_reward"),
+            "accuracy": r.summary.get("accuracy"),
+            "accuracy_ci95": (r.summary.get("ci95") or {}).get("accuracy"),
+            "ece": r.summary.get("ece"),
+            "cost_weighted_accuracy": r.summary.get("cost_weighted_accuracy"),
+            "n_examples": r.summary.get("n_examples"),
+            "n_errors": r.summary.get("n_errors"),
+            "total_cost_usd": r.summary.get("total_cost_usd"),
+            "sample": r.summary.get("sample"),
+            "eval_dir": str(r.run_dir),
+            "data_version": r.data_version,
+        }
+        for r in latest.values()
+    ]
+    return sorted(rows, key=lambda row: -(row["mean_reward"] if row["mean_reward"] is not None else float("-inf")))
+
+
+def scoreboard_markdown(env: str, rows: list[dict[str, Any]], base: Path) -> str:
+    lines = [
+        f"# Scoreboard: {env}",
+        "",
+        "| # | model | mean reward [95% CI] | accuracy [95% CI] | ECE | cost-wtd acc | n | errors | eval |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for rank, row in enumerate(rows, start=1):
+        ci_r, ci_a = row["mean_reward_ci95"], row["accuracy_ci95"]
+        lines.append(
+            f"| {rank} | {row['model']}{' (sample)' if row['sample'] else ''} | {_fmt(row['mean_reward'])}"
+            f" {f'[{ci_r[0]:.3f}, {ci_r[1]:.3f}]' if ci_r else ''} | {_fmt(row['accuracy'])}"
+            f" {f'[{ci_a[0]:.3f}, {ci_a[1]:.3f}]' if ci_a else ''} | {_fmt(row['ece'])} |"
+            f" {_fmt(row['cost_weighted_accuracy'])} | {row['n_examples']} | {row['n_errors']} |"
+            f" [summary]({os.path.relpath(Path(row['eval_dir']) / 'summary.json', base)}) |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def weekly_markdown(
+    week: str,
+    records: Sequence[EvalRecord],
+    previous: dict[tuple[str, str], EvalRecord],
+    gates: dict[tuple[str, str], dict[str, Any]],
+    base: Path,
+    synthetic_volumes: dict[str, int] | None = None,
+) -> str:
+    """Reward deltas (with CIs) against each model's previous eval, regressions, synthetic
+    data volumes and open risks."""
+    lines = [f"# Weekly report {week}", ""]
+    if any(r.summary.get("sample") for r in records):
+        lines += ["> Numbers computed on bundled SAMPLE data, not the real corpora.", ""]
+    lines += [
+        "## Reward deltas",
+        "",
+        "| env | model | mean reward [95% CI] | previous | delta | accuracy [95% CI] | eval |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in sorted(records, key=lambda r: (r.env, r.model)):
+        prev = previous.get((r.env, r.model))
+        now, before = r.summary.get("mean_reward"), prev.summary.get("mean_reward") if prev else None
+        delta = f"{now - before:+.3f}" if now is not None and before is not None else "-"
+        lines.append(
+            f"| {r.env} | {r.model} | {_fmt(now)} {_ci(r, 'mean_reward')} | {_fmt(before)} | {delta} |"
+            f" {_fmt(r.summary.get('accuracy'))} {_ci(r, 'accuracy')} | [summary]({_link(r, base)}) |"
+        )
+    regressions = [(key, gate) for key, gate in gates.items() if gate.get("failures")]
+    lines += ["", "## Regressions", ""]
+    lines += [f"- {env} / {model}: {'; '.join(gate['failures'])}" for (env, model), gate in regressions] or [
+        "- none (against the recorded baselines)"
+    ]
+    lines += ["", "## Synthetic data volumes", ""]
+    lines += [f"- {env}: {count} rows" for env, count in (synthetic_volumes or {}).items()] or [
+        "- no synthetic batches materialized yet"
+    ]
+    risks = [
+        f"- {r.env} / {r.model}: {r.summary['n_errors']} examples unscored (errors)"
+        for r in records
+        if r.summary.get("n_errors")
+    ] + [f"- {r.env} / {r.model}: {r.summary['n_unpriced']} calls without a price" for r in records if r.summary.get("n_unpriced")]
+    if any(r.summary.get("sample") for r in records):
+        risks.append("- evals ran on SAMPLE data; point the corpora at the real sources before drawing conclusions")
+    lines += ["", "## Open risks", "", *(risks or ["- none noted"]), ""]
+    return "\n".join(lines)
+
+
+def reliability_points(run_dir: Path, n_bins: int = 10) -> list[tuple[float, float, int]]:
+    """(mean confidence, accuracy, count) per confidence bin of answered, valid examples."""
+    bins: dict[int, list[tuple[float, bool]]] = defaultdict(list)
+    for row in read_results(run_dir / "results.jsonl"):
+        parsed = row.get("parsed") or {}
+        label, confidence = parsed.get("label"), parsed.get("confidence")
+        if row.get("error") or label in (None, "Abstain") or confidence is None:
+            continue
+        bins[min(int(confidence * n_bins), n_bins - 1)].append((confidence, label == row.get("answer")))
+    return [
+        (sum(c for c, _ in items) / len(items), sum(ok for _, ok in items) / len(items), len(items))
+        for _, items in sorted(bins.items())
+    ]
+
+
+def monthly_report(month: str, records: Sequence[EvalRecord], out_dir: Path) -> dict[str, Path]:
+    """Markdown + HTML with PNG plots: reliability diagrams, reward trends per model and
+    env, cost per model. Returns the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display here or on servers
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files: dict[str, Path] = {}
+    by_env: dict[str, list[EvalRecord]] = defaultdict(list)
+    for record in records:
+        by_env[record.env].append(record)
+
+    for env, env_records in by_env.items():
+        latest = {row["model"]: row for row in scoreboard(env_records)}
+        fig, ax = plt.subplots(figsize=(5, 5))
+        ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
+        for model, row in latest.items():
+            points = reliability_points(Path(row["eval_dir"]))
+            if points:
+                ax.plot([p[0] for p in points], [p[1] for p in points], "o-", label=model)
+        ax.set(xlabel="confidence", ylabel="accuracy", title=f"Reliability: {env}", xlim=(0, 1), ylim=(0, 1))
+        ax.legend(fontsize=7)
+        files[f"reliability_{env}"] = out_dir / f"reliability-{env}.png"
+        fig.savefig(files[f"reliability_{env}"], dpi=90, bbox_inches="tight")
+        plt.close(fig)
+
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for model in sorted({r.model for r in env_records}):
+            series = sorted((r for r in env_records if r.model == model), key=lambda r: r.timestamp)
+            xs = [datetime.fromtimestamp(r.timestamp) for r in series]
+            ys = [r.summary.get("mean_reward") for r in series]
+            ax.plot(xs, ys, "o-", label=model)
+        ax.set(ylabel="mean reward", title=f"Reward trend: {env}")
+        ax.legend(fontsize=7)
+        fig.autofmt_xdate()
+        files[f"trend_{env}"] = out_dir / f"reward-trend-{env}.png"
+        fig.savefig(files[f"trend_{env}"], dpi=90, bbox_inches="tight")
+        plt.close(fig)
+
+    costs: dict[str, float] = defaultdict(float)
+    for record in records:
+        costs[record.model] += record.summary.get("total_cost_usd") or 0.0
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.bar(list(costs), list(costs.values()))
+    ax.set(ylabel="USD", title=f"Model cost, {month}")
+    files["cost"] = out_dir / "cost-per-model.png"
+    fig.savefig(files["cost"], dpi=90, bbox_inches="tight")
+    plt.close(fig)
+
+    sample = any(r.summary.get("sample") for r in records)
+    md = [f"# Monthly report {month}", ""]
+    if sample:
+        md += ["> Numbers computed on bundled SAMPLE data, not the real corpora.", ""]
+    md += [f"{len(records)} eval materializations this month.", ""]
+    for env in sorted(by_env):
+        md += [scoreboard_markdown(env, scoreboard(by_env[env]), out_dir)]
+        md += [f"![reliability]({files[f'reliability_{env}'].name})", f"![trend]({files[f'trend_{env}'].name})", ""]
+    md += ["## Cost", "", f"![cost]({files['cost'].name})", ""]
+    md += [f"- {model}: ${cost:.4f}" for model, cost in sorted(costs.items())]
+    md += ["", "Attacker success curves appear once E5 evals exist.", ""]
+    files["markdown"] = out_dir / "report.md"
+    files["markdown"].write_text("\n".join(md), encoding="utf-8")
+    files["html"] = out_dir / "report.html"
+    files["html"].write_text(_html(month, md), encoding="utf-8")
+    return files
+
+
+def _html(month: str, markdown_lines: list[str]) -> str:
+    """A self-contained page: tables and images from the markdown lines."""
+    body: list[str] = []
+    for block in "\n".join(markdown_lines).split("\n"):
+        if block.startswith("# "):
+            body.append(f"<h1>{html.escape(block[2:])}</h1>")
+        elif block.startswith("## "):
+            body.append(f"<h2>{html.escape(block[3:])}</h2>")
+        elif block.startswith("![") and "](" in block:
+            alt, src = block[2:].split("](", 1)
+            body.append(f'<img alt="{html.escape(alt)}" src="{html.escape(src.rstrip(")"))}">')
+        elif block.startswith("|") and not block.startswith("|---"):
+            cells = [c.strip() for c in block.strip("|").split("|")]
+            rendered = []
+            for cell in cells:
+                if cell.startswith("[summary](") and cell.endswith(")"):
+                    href = html.escape(cell[len("[summary]("):-1])
+                    rendered.append(f'<td><a href="{href}">summary</a></td>')
+                else:
+                    rendered.append(f"<td>{html.escape(cell)}</td>")
+            body.append("<tr>" + "".join(rendered) + "</tr>")
+        elif block.strip():
+            body.append(f"<p>{html.escape(block.lstrip('> -'))}</p>")
+    page = "\n".join(body)
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>Monthly report {html.escape(month)}</title>"
+        "<style>body{font-family:sans-serif;max-width:1000px;margin:auto}td{border:1px solid #ccc;padding:2px 6px}"
+        f"table{{border-collapse:collapse}}</style></head><body>\n{_close_tables(page)}\n</body></html>\n"
+    )
+
+
+def _close_tables(page: str) -> str:
+    """Wrap consecutive <tr> lines in <table> elements."""
+    out, in_table = [], False
+    for line in page.split("\n"):
+        if line.startswith("<tr>") and not in_table:
+            out.append("<table>")
+            in_table = True
+        elif not line.startswith("<tr>") and in_table:
+            out.append("</table>")
+            in_table = False
+        out.append(line)
+    if in_table:
+        out.append("</table>")
+    return "\n".join(out)

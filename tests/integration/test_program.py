@@ -1,0 +1,96 @@
+"""The research program's jobs and schedules: weekly sweep, nightly regression, monthly
+report (with plots), and the ticks and run requests of each schedule."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from sv_dagster.definitions import build_definitions
+
+EXPECTED_SCHEDULES = {
+    "weekly_sweep_schedule": ("weekly_sweep", "0 6 * * 1"),
+    "biweekly_full_eval_schedule": ("biweekly_full_eval", "0 4 * * 3"),
+    "monthly_report_schedule": ("monthly_report", "0 7 1 * *"),
+    "nightly_regression_schedule": ("nightly_regression", "0 3 * * *"),
+}
+
+
+@pytest.fixture(scope="module")
+def defs() -> dg.Definitions:
+    return build_definitions()
+
+
+def test_schedules_crons_jobs_and_default_status(defs):
+    schedules = {s.name: s for s in defs.schedules}
+    assert {name: (s.job_name, s.cron_schedule) for name, s in schedules.items()} == EXPECTED_SCHEDULES
+    assert all(s.execution_timezone == "UTC" and s.default_status == dg.DefaultScheduleStatus.STOPPED for s in schedules.values())
+
+
+def ticks(schedule: dg.ScheduleDefinition, start: datetime, n: int) -> list[datetime]:
+    from dagster._utils.schedules import cron_string_iterator
+
+    iterator = cron_string_iterator(start.timestamp(), schedule.cron_schedule, "UTC")
+    return [next(iterator) for _ in range(n)]
+
+
+def test_next_ticks(defs):
+    start = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)  # a Sunday
+    by_name = {s.name: s for s in defs.schedules}
+    assert [t.strftime("%a %d %H:%M") for t in ticks(by_name["weekly_sweep_schedule"], start, 2)] == ["Mon 23 06:00", "Mon 30 06:00"]
+    assert [t.strftime("%m-%d %H:%M") for t in ticks(by_name["monthly_report_schedule"], start, 2)] == ["12-01 07:00", "01-01 07:00"]
+    assert [t.strftime("%d %H:%M") for t in ticks(by_name["nightly_regression_schedule"], start, 2)] == ["23 03:00", "24 03:00"]
+    assert [t.strftime("%d") for t in ticks(by_name["biweekly_full_eval_schedule"], start, 2)] == ["25", "02"]
+
+
+def test_run_requests(defs):
+    by_name = {s.name: s for s in defs.schedules}
+    with dg.DagsterInstance.ephemeral() as instance:
+        def evaluate(name: str, when: datetime):
+            context = dg.build_schedule_context(instance=instance, scheduled_execution_time=when)
+            return by_name[name].evaluate_tick(context)
+
+        even = evaluate("biweekly_full_eval_schedule", datetime(2026, 11, 25, 4, tzinfo=UTC))  # ISO week 48
+        odd = evaluate("biweekly_full_eval_schedule", datetime(2026, 12, 2, 4, tzinfo=UTC))  # ISO week 49
+        assert len(even.run_requests) == 1 and even.run_requests[0].tags["sv/iso_week"] == "48"
+        assert not odd.run_requests and "odd" in odd.skip_message
+        monthly = evaluate("monthly_report_schedule", datetime(2026, 12, 1, 7, tzinfo=UTC))
+        (request,) = monthly.run_requests
+        assert request.run_config["ops"]["reports__monthly"]["config"]["month"] == "2026-11"
+        weekly = evaluate("weekly_sweep_schedule", datetime(2026, 11, 23, 6, tzinfo=UTC))
+        assert len(weekly.run_requests) == 1 and weekly.run_requests[0].tags["sv/schedule"] == "weekly_sweep"
+
+
+def test_weekly_sweep_nightly_and_monthly_jobs_run_offline(defs, isolated: Path):
+    instance = dg.DagsterInstance.get()
+    defs = build_definitions()
+    weekly = defs.resolve_job_def("weekly_sweep").execute_in_process(instance=instance)
+    assert weekly.success
+    summary_dir = Path(instance.get_latest_materialization_event(dg.AssetKey(["eval", "e1", "heuristic"]))
+                       .asset_materialization.metadata["artifact_path"].value)
+    assert json.loads((summary_dir / "summary.json").read_text())["n_examples"] == 10  # the quick sweep's N
+
+    nightly = defs.resolve_job_def("nightly_regression").execute_in_process(instance=instance)
+    assert nightly.success and nightly.get_asset_check_evaluations()[0].passed
+
+    week = datetime.now(UTC).isocalendar()
+    weekly_md = (isolated / "outputs" / "reports" / "weekly" / f"{week[0]}-W{week[1]:02d}.md").read_text()
+    assert "| e1 | heuristic |" in weekly_md and "SAMPLE" in weekly_md and "summary.json" in weekly_md
+
+    monthly = defs.resolve_job_def("monthly_report").execute_in_process(instance=instance)
+    assert monthly.success
+    month_dir = isolated / "outputs" / "reports" / "monthly" / f"{datetime.now(UTC):%Y-%m}"
+    pngs = sorted(p.name for p in month_dir.glob("*.png"))
+    assert pngs == ["cost-per-model.png", "reliability-e1.png", "reward-trend-e1.png"]
+    for png in month_dir.glob("*.png"):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
+    page = (month_dir / "report.html").read_text()
+    assert "<table>" in page and 'src="reliability-e1.png"' in page and "summary.json" in page
+    report = (month_dir / "report.md").read_text()
+    assert "2 eval materializations this month" in report  # the weekly and the nightly eval
+    board = json.loads((isolated / "outputs" / "reports" / "scoreboard" / "e1.json").read_text())
+    assert board["rows"][0]["model"] == "heuristic" and board["rows"][0]["n_examples"] == 49
