@@ -7,7 +7,7 @@ calls it (taskset id, answer parser, summary metrics). Later environments add a 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -45,10 +45,20 @@ class EnvSpec:
         limit: int | None = None,
         seed: int | None = None,
     ) -> list[vf.Task]:
-        """Tasks through verifiers' own loader, as `vf-eval` would build them. With a
-        `limit`, the subset is `limit` tasks after a shuffle under `seed` (vf-eval's
-        `-s --select.seed SEED -n LIMIT` picks the same ones), so every model compared
-        with one seed sees the same examples."""
+        return list(self.iter_tasks(dataset_path, reward_config, limit, seed))
+
+    def iter_tasks(
+        self,
+        dataset_path: Path | None,
+        reward_config: Path | None,
+        limit: int | None = None,
+        seed: int | None = None,
+    ) -> Iterator[vf.Task]:
+        """Tasks through verifiers' own loader, as `vf-eval` would build them, one at a
+        time (a 100k-example eval never holds 100k tasks). With a `limit`, the subset is
+        `limit` tasks after a shuffle under `seed` (vf-eval's `-s --select.seed SEED -n
+        LIMIT` picks the same ones), so every model compared with one seed sees the same
+        examples. The dataset file is read and checked on the first `next()`."""
         from verifiers.v1.utils.loaders import load_taskset, taskset_config_type
 
         config_type = taskset_config_type(self.env_id)
@@ -60,7 +70,7 @@ class EnvSpec:
         taskset = load_taskset(config)
         if limit:
             taskset = (taskset.shuffle(seed) if seed is not None else taskset).take(limit)
-        return list(taskset)
+        return iter(taskset)
 
     def reward_settings(self, reward_config: Path | None) -> Any:
         return self.package.load_reward_settings(reward_config)

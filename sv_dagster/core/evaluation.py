@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -67,7 +68,11 @@ def evaluate(
     prices = prices or load_price_table()
     if cache is not None and model.backend != "heuristic":  # rule baselines cost nothing to re-run
         backend = CachedBackend(backend, cache)
-    tasks = env.load_tasks(dataset_path, reward_config, limit, seed)
+    tasks = env.iter_tasks(dataset_path, reward_config, limit, seed)
+    try:  # read and check the whole dataset file now, before any model call
+        tasks = itertools.chain([next(tasks)], tasks)
+    except StopIteration:
+        tasks = iter(())
     asyncio.run(backend.preflight())
     run_dir = eval_dir(outputs_root, env, model.name, run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
@@ -86,7 +91,6 @@ def evaluate(
             "dataset": {
                 "path": str(dataset_path) if dataset_path else "bundled",
                 "sha256": file_sha256(dataset_path) if dataset_path else None,
-                "n_examples": len(tasks),
                 **(dataset_info or {}),
             },
             "reward_config": settings.as_dict(),
@@ -109,6 +113,7 @@ def evaluate(
         run_id=run_id, env=env.env_id, model=model.name, sample=bool((dataset_info or {}).get("sample"))
     )
     metadata.update(finished_at=datetime.now(UTC).isoformat(), counts=counts.__dict__)
+    metadata["dataset"]["n_examples"] = counts.n + counts.n_resumed
     limits = getattr(getattr(backend, "inner", backend), "limits", None)
     if limits is not None:
         metadata["endpoint_limits"] = limits.stats()
