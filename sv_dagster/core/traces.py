@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import verifiers.v1 as vf
 from verifiers.v1.graph import MessageNode
+from verifiers.v1.state import state_cls
 from verifiers.v1.trace import AgentInfo, TraceTask
 
 
@@ -27,10 +28,13 @@ def completion_trace(task: vf.Task, completion: str, model: str | None = None) -
     nodes.append(
         MessageNode(parent=len(nodes) - 1, message=vf.AssistantMessage(content=completion), sampled=True)
     )
-    return vf.Trace(
+    trace = vf.Trace(
         task=TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
+        state=state_cls(type(task))(),  # the task's own State subclass, as a rollout has
         agent=AgentInfo(config=vf.AgentConfig(model=model) if model else vf.AgentConfig()),
         nodes=nodes,
         is_completed=True,
         ok=True,
     )
+    trace.stop("agent_completed")
+    return trace

@@ -8,7 +8,6 @@ custom one on both paths, so the test also proves the config reaches vf-eval.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -24,6 +23,7 @@ from sv_dagster.core.registry import ModelSpec
 from sv_dagster.core.runner import read_results
 from tests.conftest import REPO_ROOT
 from tests.support.openai_server import LoopbackOpenAIServer
+from tests.support.vf_trace import read_vf_eval_traces
 
 N_EXAMPLES = 8
 BIN = Path(sys.executable).parent
@@ -43,19 +43,6 @@ def varied_reply(request: dict) -> str:
         '{"label": "Malicious", "confidence": 7}',
     ]
     return choices[int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % len(choices)]
-
-
-def vf_eval_rewards(out_dir: Path) -> dict[str, dict]:
-    """task key -> {"completion", "rewards": {name: (score, weight)}} from traces.jsonl."""
-    found = {}
-    for line in (out_dir / "traces.jsonl").read_text().splitlines():
-        episode = json.loads(line)
-        assert episode["ok"] and not episode["errors"], episode["errors"]
-        (trace,) = episode["traces"]
-        completion = [n["message"]["content"] for n in trace["nodes"] if n.get("sampled")][-1]
-        rewards = {name: (r["score"], r["weight"]) for name, r in trace["rewards"].items()}
-        found[episode["task"]["key"]] = {"completion": completion, "rewards": rewards}
-    return found
 
 
 @pytest.mark.slow
@@ -79,7 +66,9 @@ def test_vf_eval_and_pipeline_agree_on_every_reward(tmp_path: Path):
             cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
         )
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        theirs = vf_eval_rewards(tmp_path / "vf" / "parity")
+        traces = read_vf_eval_traces(tmp_path / "vf" / "parity")
+        assert all(t["ok"] and not t["errors"] for t in traces), [t["errors"] for t in traces]
+        theirs = {t["key"]: t for t in traces}
 
         model = ModelSpec(name="loopback", backend="openai", model="loopback-model", base_url=server.base_url)
         run = evaluate(
@@ -93,9 +82,7 @@ def test_vf_eval_and_pipeline_agree_on_every_reward(tmp_path: Path):
     for key, vf_row in theirs.items():
         row = ours[key]
         assert row["completion"] == vf_row["completion"], key
-        for name, (score, weight) in vf_row["rewards"].items():
-            assert row["rewards"][name] == pytest.approx(score), (key, name)
-            assert row["reward_weights"][name] == pytest.approx(weight), (key, name)
-        total = sum(score * weight for score, weight in vf_row["rewards"].values())
-        assert row["reward"] == pytest.approx(total), key
-    assert next(iter(theirs.values()))["rewards"]["accuracy"][1] == 1.5  # the custom TOML reached vf-eval
+        assert row["rewards"] == pytest.approx(vf_row["rewards"]), key
+        assert row["reward_weights"] == pytest.approx(vf_row["weights"]), key
+        assert row["reward"] == pytest.approx(vf_row["reward"]), key
+    assert next(iter(theirs.values()))["weights"]["accuracy"] == 1.5  # the custom TOML reached vf-eval
