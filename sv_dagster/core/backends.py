@@ -9,6 +9,7 @@ reached at all fails in `preflight`, before any example runs.
 from __future__ import annotations
 
 import importlib
+import itertools
 import json
 import os
 import time
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 
 import httpx
 import openai
+from openai.types.chat import ChatCompletion
 from tenacity import (
     AsyncRetrying,
     retry_if_exception,
@@ -27,6 +29,9 @@ from tenacity import (
 
 from sv_dagster.core.limits import AdaptiveConcurrency
 from sv_dagster.core.registry import ModelSpec
+
+POOL_SIZE = 8
+"""Connections per HTTP pool of an OpenAI-compatible backend."""
 
 # Rule baselines per environment, imported lazily: "module:function(prompt) -> reply".
 HEURISTICS: dict[str, str] = {
@@ -152,12 +157,24 @@ class OpenAICompatibleBackend:
         self.max_attempts = max_attempts
         self._wait = _WaitRetryAfter(backoff_initial_s, backoff_max_s)
         self.limits = AdaptiveConcurrency(spec.max_concurrency, requests_per_minute=spec.requests_per_minute)
-        self.client = openai.AsyncOpenAI(
-            base_url=self.base_url,
-            api_key=api_key,
-            max_retries=0,  # retries are ours (tenacity), so they are counted and recorded
-            timeout=spec.sampling.timeout_s,
-        )
+        # Several small connection pools, used in turn: httpcore scans its whole pool on
+        # every request, so one pool of 64 connections made that scan the runner's main
+        # cost (8 ms per request here); pools of 8 keep it small.
+        pools = max(1, -(-spec.max_concurrency // POOL_SIZE))
+        per_pool = -(-spec.max_concurrency // pools)
+        self.clients = [
+            openai.AsyncOpenAI(
+                base_url=self.base_url,
+                api_key=api_key,
+                max_retries=0,  # retries are ours (tenacity), so they are counted and recorded
+                timeout=spec.sampling.timeout_s,
+                http_client=openai.DefaultAsyncHttpxClient(
+                    limits=httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
+                ),
+            )
+            for _ in range(pools)
+        ]
+        self._next_client = itertools.cycle(self.clients)
 
     async def preflight(self) -> None:
         """Fail early, naming the URL, when the endpoint is unreachable or rejects the key."""
@@ -203,7 +220,11 @@ class OpenAICompatibleBackend:
                     attempts += 1
                     async with self.limits.slot():
                         try:
-                            response = await self.client.chat.completions.create(**self._request(messages))
+                            # `post` rather than `chat.completions.create`: the request is already
+                            # plain JSON, and create()'s TypedDict transform cost ~1.7 ms a call.
+                            response = await next(self._next_client).post(
+                                "/chat/completions", body=self._request(messages), cast_to=ChatCompletion
+                            )
                         except openai.RateLimitError:
                             self.limits.throttled()
                             raise
@@ -223,7 +244,8 @@ class OpenAICompatibleBackend:
         )
 
     async def aclose(self) -> None:
-        await self.client.close()
+        for client in self.clients:
+            await client.close()
 
 
 def make_backend(spec: ModelSpec, env_id: str) -> Backend:
