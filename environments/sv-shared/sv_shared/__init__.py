@@ -1,4 +1,5 @@
-"""Shared helpers for the Security Verifiers environments: parsing, rewards, metrics."""
+"""Shared helpers for the Security Verifiers environments: parsing, rewards, metrics
+(and `jsonl`, the common dataset reader)."""
 
 from sv_shared.jsonl import DatasetError, Example, read_examples
 from sv_shared.metrics import Prediction, aurc, brier_score, classification_metrics, expected_calibration_error
@@ -21,6 +22,7 @@ __all__ = [
     "Example",
     "ParsedAnswer",
     "Prediction",
+    "__version__",
     "abstention_reward",
     "accuracy_reward",
     "asymmetric_cost_reward",
