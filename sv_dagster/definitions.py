@@ -15,14 +15,14 @@ from dotenv import load_dotenv
 
 from sv_dagster.assets.corpora import corpus_iot23
 from sv_dagster.assets.datasets import dataset_e1
-from sv_dagster.assets.evals import build_eval_assets, build_regression_checks
+from sv_dagster.assets.evals import build_eval_assets, build_regression_checks, build_rescore_assets
 from sv_dagster.assets.recipe import PROVENANCE_TAG
 from sv_dagster.assets.reports import build_report_assets
 from sv_dagster.assets.triage import build_triage_assets
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import PROJECT_ROOT
 from sv_dagster.core.registry import load_registry, registry_path
-from sv_dagster.jobs import eval_job, program_jobs
+from sv_dagster.jobs import eval_job, program_jobs, rescore_job
 from sv_dagster.resources import ModelRegistry
 from sv_dagster.schedules import program_schedules
 
@@ -55,10 +55,11 @@ def build_definitions() -> dg.Definitions:
         dataset_e1,
         *evals,
         *build_triage_assets(e1, models),
+        *build_rescore_assets(e1, models),
         *build_report_assets([key for assets_def in evals for key in assets_def.keys]),
     ]
     require_provenance(assets)
-    jobs = {job.name: job for job in [eval_job(e1, models), *program_jobs([e1], models)]}
+    jobs = {job.name: job for job in [eval_job(e1, models), rescore_job(e1, models), *program_jobs([e1], models)]}
     defs = dg.Definitions(
         assets=assets,
         asset_checks=build_regression_checks(e1, models),

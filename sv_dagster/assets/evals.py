@@ -151,3 +151,50 @@ def build_regression_check(env: EnvSpec, model: ModelSpec) -> dg.AssetChecksDefi
 
 def build_regression_checks(env: EnvSpec, models: dict[str, ModelSpec]) -> list[dg.AssetChecksDefinition]:
     return [build_regression_check(env, spec) for spec in models.values() if spec.supports(env.short)]
+
+
+class RescoreConfig(dg.Config):
+    reward_config: str | None = Field(default=None, description="Reward TOML (default: the environment's packaged one).")
+
+
+def rescore_asset_key(env: EnvSpec, model: ModelSpec) -> dg.AssetKey:
+    return dg.AssetKey(["rescore", env.short, model.key])
+
+
+def build_rescore_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
+    @provenance_asset(
+        key=rescore_asset_key(env, model),
+        ins={"evaluation": dg.AssetIn(key=eval_asset_key(env, model))},
+        group_name="evals",
+        kinds={"json"},
+        tags={"sv/env": env.short, "sv/model": model.key},
+        description=f"The stored completions of the latest {env.env_id} / {model.name} eval scored again with "
+        "the current verifier and reward config: no model calls. Run it when a verifier or reward config changes.",
+    )
+    def rescore_model(context: dg.AssetExecutionContext, config: RescoreConfig, evaluation: Artifact) -> Artifact:
+        from sv_dagster.core.evaluation import rescore
+
+        reward_config = Path(config.reward_config) if config.reward_config else None
+        run = rescore(env, evaluation.path, outputs_root=outputs_root(), run_id=context.run_id, reward_config=reward_config)
+        return Artifact(
+            path=run.run_dir,
+            config={**config.model_dump(), "env": env.env_id, "model": model.name},
+            packages=(env.env_id,),
+            facts={
+                "rescored_from": run.metadata["rescored_from"],
+                "reward_config": run.metadata["reward_config"],
+                "reward_config_hash": run.metadata["reward_config"]["sha256"],
+                "sample": run.summary["sample"],
+            },
+            metadata={
+                **{name: run.summary.get(name) for name in HEADLINE_METRICS},
+                "summary": dg.MetadataValue.json(run.summary),
+            },
+            files={"metadata": run.metadata_path, "results": run.results_path, "summary": run.summary_path},
+        )
+
+    return rescore_model
+
+
+def build_rescore_assets(env: EnvSpec, models: dict[str, ModelSpec]) -> list[dg.AssetsDefinition]:
+    return [build_rescore_asset(env, spec) for spec in models.values() if spec.supports(env.short)]

@@ -22,7 +22,7 @@ from sv_dagster.core.pricing import PriceTable, load_price_table
 from sv_dagster.core.provenance import file_sha256, package_versions, redact
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.core.paths import safe_path_part
-from sv_dagster.core.runner import read_results, run_eval, score_row
+from sv_dagster.core.runner import SUMMARY_DROP, read_results, run_eval, score_row
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ def evaluate(
             price=lambda usage: prices.cost(model.model, usage),
         )
     )
-    summary = env.summarize(read_results(results_path), settings)
+    summary = env.summarize(read_results(results_path, drop=SUMMARY_DROP), settings)
     summary.update(
         run_id=run_id, env=env.env_id, model=model.name, sample=bool((dataset_info or {}).get("sample"))
     )
@@ -165,7 +165,7 @@ def rescore(
                 out.write(json.dumps(row, default=str) + "\n")
 
     asyncio.run(score_all())
-    summary = env.summarize(read_results(results_path), settings)
+    summary = env.summarize(read_results(results_path, drop=SUMMARY_DROP), settings)
     summary.update(run_id=run_id, env=env.env_id, model=model["name"], sample=bool(source_meta["dataset"].get("sample")))
     metadata["finished_at"] = datetime.now(UTC).isoformat()
     _write_json(run_dir / "metadata.json", metadata)

@@ -15,12 +15,14 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-import verifiers.v1 as vf
+from sv_dagster.core.triage import is_refusal
 
-from sv_dagster.core.backends import Backend, CompletionFailed
-from sv_dagster.core.traces import chat_messages, completion_trace
+if TYPE_CHECKING:  # verifiers and openai take seconds to import; readers of results.jsonl need neither
+    import verifiers.v1 as vf
+
+    from sv_dagster.core.backends import Backend
 
 
 @dataclass(frozen=True)
@@ -40,6 +42,8 @@ def _finite(value: float | None) -> float | None:
 
 async def score_completion(task: vf.Task, completion: str, model: str | None = None) -> tuple[dict, dict, float]:
     """(reward scores, reward weights, weighted total) for one completion of `task`."""
+    from sv_dagster.core.traces import completion_trace
+
     trace = completion_trace(task, completion, model)
     await task.score(trace)
     scores = {name: (r.score if r is not None else None) for name, r in trace.rewards.items()}
@@ -67,6 +71,9 @@ async def _run_one(
     parse: Callable[[str], Any] | None,
     price: Callable[[dict | None], float | None],
 ) -> str:
+    from sv_dagster.core.backends import CompletionFailed
+    from sv_dagster.core.traces import chat_messages
+
     messages = chat_messages(task)
     row: dict[str, Any] = {
         "example_id": task.key,
@@ -81,6 +88,7 @@ async def _run_one(
         "reward": None,
         "error": None,
         "error_kind": None,
+        "refusal": None,
         "usage": None,
         "cost_usd": None,
         "latency_s": None,
@@ -114,6 +122,8 @@ async def score_row(
     if parse is not None:
         parsed = parse(completion)
         row["parsed"] = parsed.to_dict() if hasattr(parsed, "to_dict") else parsed
+    # Refusals are their own column, not just a wrong answer (they are scored all the same).
+    row["refusal"] = is_refusal(completion, row.get("parsed"))
     try:
         scores, weights, total = await score_completion(task, completion, model)
     except Exception as exc:  # a verifier bug must not lose the example
@@ -196,6 +206,19 @@ async def run_eval(
     )
 
 
-def read_results(results_path: Path) -> list[dict[str, Any]]:
+def read_results(results_path: Path, drop: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """The rows of a results.jsonl; `drop` leaves out bulky fields (a 100k-example
+    summary does not need 100k prompts in memory)."""
+    rows = []
     with results_path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+        for line in handle:
+            if line.strip():
+                row = json.loads(line)
+                for name in drop:
+                    row.pop(name, None)
+                rows.append(row)
+    return rows
+
+
+SUMMARY_DROP = ("prompt", "info")
+"""Fields no summary reads."""

@@ -33,6 +33,7 @@ def classification_summary(rows: list[dict[str, Any]], settings: Any) -> dict[st
         "n_errors": len(rows) - len(scored),
         "n_model_errors": sum(1 for row in rows if row.get("error_kind") == "model"),
         "n_scoring_errors": sum(1 for row in rows if row.get("error_kind") == "scoring"),
+        "n_refusals": sum(1 for row in rows if row.get("refusal")),
         "format_rate": fmean(bool((row.get("parsed") or {}).get("format_ok")) for row in scored) if scored else None,
         "mean_reward": _mean(row.get("reward") for row in scored),
         "total_cost_usd": _sum(row.get("cost_usd") for row in rows),

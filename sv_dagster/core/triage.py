@@ -14,13 +14,18 @@ _REFUSAL = re.compile(
 )
 
 
+def is_refusal(completion: str | None, parsed: dict[str, Any] | None) -> bool:
+    """The model declined instead of answering in the schema."""
+    return bool(completion) and bool(_REFUSAL.search(completion)) and not (parsed or {}).get("format_ok")
+
+
 def cause_of(row: dict[str, Any], abstain_label: str = "Abstain") -> str | None:
     """Why this example lost reward, or None when it was answered correctly."""
     if row.get("error"):
         return "error"
     parsed = row.get("parsed") or {}
     completion = row.get("completion") or ""
-    if _REFUSAL.search(completion) and not parsed.get("format_ok"):
+    if row.get("refusal", is_refusal(completion, parsed)):
         return "refusal"
     if not parsed.get("format_ok"):
         return "schema_violation"

@@ -3,6 +3,7 @@
 - `eval_eN`: environment N's path (corpus -> dataset -> eval -> triage) for the registry's
   `default: true` models; other models are materialized from the UI or `make eval-eN`.
 Program jobs re-curate the datasets first (cheap, and picks up corpus updates).
+- `rescore_eN`: the stored completions of the latest evals scored again (verifier change).
 - `weekly_sweep`: quick evals (N=10, seed 42) of the `sweep: true` models, triage, the
   weekly report and the scoreboard.
 - `biweekly_full_eval`: full evals of the sweep models (and, once E5/E6 land, the tournament).
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from sv_dagster.assets.evals import eval_asset_key
+from sv_dagster.assets.evals import eval_asset_key, rescore_asset_key
 from sv_dagster.assets.triage import triage_asset_key
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.registry import ModelSpec
@@ -37,6 +38,17 @@ def eval_job(env: EnvSpec, models: dict[str, ModelSpec]) -> dg.UnresolvedAssetJo
         | dg.AssetSelection.assets(*(triage_asset_key(env, m) for m in chosen)),
         description=f"{env.env_id}: corpus -> dataset -> eval -> triage for the default models "
         f"({', '.join(m.name for m in chosen)}).",
+        tags={"sv/env": env.short},
+    )
+
+
+def rescore_job(env: EnvSpec, models: dict[str, ModelSpec]) -> dg.UnresolvedAssetJobDefinition:
+    chosen = [m for m in models.values() if m.default and m.supports(env.short)]
+    return dg.define_asset_job(
+        name=f"rescore_{env.short}",
+        selection=dg.AssetSelection.assets(*(rescore_asset_key(env, m) for m in chosen)),
+        description=f"Re-score the latest {env.env_id} evals of the default models with the current verifier "
+        "(no model calls); other models' rescore assets from the UI.",
         tags={"sv/env": env.short},
     )
 

@@ -20,6 +20,7 @@ EXPECTED_DEPS = {
     "dataset/e1": {"corpus/iot23"},
     **{f"eval/e1/{m}": {"dataset/e1"} for m in MODEL_KEYS},
     **{f"triage/e1/{m}": {f"eval/e1/{m}"} for m in MODEL_KEYS},
+    **{f"rescore/e1/{m}": {f"eval/e1/{m}"} for m in MODEL_KEYS},
     **{f"reports/{r}": {f"eval/e1/{m}" for m in MODEL_KEYS} for r in ("weekly", "monthly", "scoreboard")},
 }
 EXPECTED_GROUPS = {"corpus/iot23": "corpora", "dataset/e1": "datasets", "eval/e1/heuristic": "evals", "reports/weekly": "reports"}
@@ -30,6 +31,7 @@ EXPECTED_JOBS = {
     "biweekly_full_eval": E1_HEURISTIC | {"reports/scoreboard"},
     "nightly_regression": E1_HEURISTIC,
     "monthly_report": {"reports/monthly", "reports/scoreboard"},
+    "rescore_e1": {"rescore/e1/heuristic"},
 }
 EXPECTED_SCHEDULES = {
     "weekly_sweep_schedule": ("weekly_sweep", "0 6 * * 1"),
@@ -85,7 +87,8 @@ def test_adding_a_model_is_a_registry_edit(tmp_path: Path, monkeypatch):
     monkeypatch.setenv("SV_MODEL_REGISTRY", str(path))
     keys = {key.to_user_string() for key in build_definitions().resolve_asset_graph().get_all_asset_keys()}
     assert keys == {"corpus/iot23", "dataset/e1", "eval/e1/heuristic", "eval/e1/my_vllm",
-                    "triage/e1/heuristic", "triage/e1/my_vllm", "reports/weekly", "reports/monthly", "reports/scoreboard"}
+                    "triage/e1/heuristic", "triage/e1/my_vllm", "rescore/e1/heuristic", "rescore/e1/my_vllm",
+                    "reports/weekly", "reports/monthly", "reports/scoreboard"}
 
 
 def test_an_asset_without_provenance_is_refused():

@@ -137,3 +137,19 @@ def test_openai_model_eval_via_registry_and_no_secret_anywhere(isolated: Path, m
     ]
     assert leaks == []
     assert sum(1 for _ in isolated.rglob("*.db")) > 0  # the event log was among the files scanned
+
+
+def test_rescore_job_rescores_the_latest_eval_with_a_new_reward_config(run_e1, tmp_path: Path):
+    instance, first, _ = run_e1
+    custom = tmp_path / "rescore.toml"
+    custom.write_text("[weights]\naccuracy = 5.0\n")
+    result = build_definitions().resolve_job_def("rescore_e1").execute_in_process(
+        instance=instance, run_config={"ops": {"rescore__e1__heuristic": {"config": {"reward_config": str(custom)}}}}
+    )
+    assert result.success
+    metadata = latest(instance, "rescore/e1/heuristic").asset_materialization.metadata
+    assert metadata["rescored_from"].value["run_id"] == first.run_id
+    assert metadata["input_data_versions"].value == {"eval/e1/heuristic": latest(instance, "eval/e1/heuristic").tags["dagster/data_version"]}
+    rows = read_results(Path(metadata["artifact_path"].value) / "results.jsonl")
+    assert rows and all(row["reward_weights"]["accuracy"] == 5.0 for row in rows)
+    assert metadata["reward_config_hash"].value != latest(instance, "eval/e1/heuristic").asset_materialization.metadata["reward_config_hash"].value

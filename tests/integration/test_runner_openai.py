@@ -251,3 +251,18 @@ def test_twenty_percent_faults_every_example_ends_scored_or_recorded(tmp_path: P
     retried = [row for row in rows if row["error"] is None and row["attempts"] > 1]
     assert retried, "transient faults were retried"
     assert run.summary["n_examples"] == 60
+
+
+def test_refusals_are_their_own_column(tmp_path: Path):
+    def sometimes_refuses(request: dict) -> str:
+        prompt = request["messages"][-1]["content"]
+        return "I can't help with analysing network traffic." if "proto: udp" in prompt else prose_reply(request)
+
+    with LoopbackOpenAIServer(sometimes_refuses) as server:
+        model = spec(server)
+        run = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="r")
+    rows = read_results(run.results_path)
+    refused = [row for row in rows if row["refusal"]]
+    assert refused and all(row["error"] is None and row["rewards"]["format"] == 0.0 for row in refused)
+    assert not any(row["refusal"] for row in rows if row not in refused)
+    assert run.summary["n_refusals"] == len(refused)
