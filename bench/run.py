@@ -92,7 +92,8 @@ def bench_runner(n: int = 400, concurrency: int = 16) -> dict:
     from sv_dagster.core.runner import run_eval
 
     with LoopbackOpenAIServer(reply) as server, tempfile.TemporaryDirectory() as tmp:
-        spec = ModelSpec(name="loopback", backend="openai", model="loopback-model", base_url=server.base_url)
+        spec = ModelSpec(name="loopback", backend="openai", model="loopback-model", base_url=server.base_url,
+                         max_concurrency=concurrency)
         backend = OpenAICompatibleBackend(spec)
         start = time.perf_counter()
         counts = asyncio.run(run_eval(tasks, backend, Path(tmp) / "results.jsonl", concurrency=concurrency, parse=env.parser()))
