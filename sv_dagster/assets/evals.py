@@ -9,7 +9,7 @@ import dagster as dg
 from pydantic import Field
 
 from sv_dagster.assets.recipe import Artifact, provenance_asset
-from sv_dagster.core.envs import ENVS, EnvSpec
+from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.paths import outputs_root
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.resources import ModelRegistry

@@ -74,13 +74,10 @@ def test_eval_command_runs_the_named_models_with_n_and_seed(isolated: Path, monk
 
     from sv_dagster.cli import main
     from tests.support.openai_server import LoopbackOpenAIServer
+    from tests.support.registry import loopback_registry
 
     with LoopbackOpenAIServer(lambda req: heuristic_reply(req["messages"][-1]["content"])) as server:
-        registry = isolated / "models.yaml"
-        registry.write_text(
-            "models:\n  heuristic:\n    backend: heuristic\n    default: true\n"
-            f"  loop-llm:\n    backend: openai\n    model: m\n    base_url: {server.base_url}\n"
-        )
+        registry = loopback_registry(isolated / "models.yaml", server.base_url, name="loop-llm")
         monkeypatch.setenv("SV_MODEL_REGISTRY", str(registry))
         assert main(["eval", "e1", "--models", "loop-llm heuristic", "--n", "7", "--seed", "3"]) == 0
         assert len(server.requests) == 7

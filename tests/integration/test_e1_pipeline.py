@@ -111,15 +111,14 @@ def test_openai_model_eval_via_registry_and_no_secret_anywhere(isolated: Path, m
     from sv_env_network_logs import heuristic_reply
 
     from tests.support.openai_server import LoopbackOpenAIServer
+    from tests.support.registry import loopback_registry
 
     secret = "sk-test-DO-NOT-LEAK-0123456789abcdef"
     monkeypatch.setenv("LOOPBACK_API_KEY", secret)
     with LoopbackOpenAIServer(lambda req: heuristic_reply(req["messages"][-1]["content"]), require_api_key=secret) as server:
-        registry = isolated / "models.yaml"
-        registry.write_text(
-            "models:\n  heuristic:\n    backend: heuristic\n    default: true\n"
-            f"  loopback-llm:\n    backend: openai\n    model: loopback-model\n    base_url: {server.base_url}\n"
-            "    api_key_env: LOOPBACK_API_KEY\n    sampling: {temperature: 0.7, max_tokens: 64, seed: 3}\n"
+        registry = loopback_registry(
+            isolated / "models.yaml", server.base_url, name="loopback-llm", model="loopback-model",
+            extra="    api_key_env: LOOPBACK_API_KEY\n    sampling: {temperature: 0.7, max_tokens: 64, seed: 3}\n",
         )
         monkeypatch.setenv("SV_MODEL_REGISTRY", str(registry))
         instance = dg.DagsterInstance.get()

@@ -10,6 +10,7 @@ from sv_env_network_logs import heuristic_reply
 from sv_dagster.cli import main
 from sv_dagster.definitions import build_definitions
 from tests.support.openai_server import LoopbackOpenAIServer
+from tests.support.registry import loopback_registry
 
 KEY = dg.AssetKey(["eval", "e1", "loop"])
 CHECK = dg.AssetCheckKey(KEY, "regression_gate")
@@ -18,12 +19,7 @@ CHECK = dg.AssetCheckKey(KEY, "regression_gate")
 def test_gate_passes_without_baseline_then_blocks_a_planted_regression(isolated: Path, monkeypatch, capsys):
     policy = {"reply": lambda prompt: heuristic_reply(prompt)}
     with LoopbackOpenAIServer(lambda req: policy["reply"](req["messages"][-1]["content"])) as server:
-        registry = isolated / "models.yaml"
-        registry.write_text(
-            "models:\n  heuristic:\n    backend: heuristic\n    default: true\n"
-            f"  loop:\n    backend: openai\n    model: m\n    base_url: {server.base_url}\n"
-        )
-        monkeypatch.setenv("SV_MODEL_REGISTRY", str(registry))
+        monkeypatch.setenv("SV_MODEL_REGISTRY", str(loopback_registry(isolated / "models.yaml", server.base_url)))
         defs = build_definitions()
         instance = dg.DagsterInstance.get()
         job = defs.resolve_implicit_global_asset_job_def()

@@ -21,6 +21,7 @@ from sv_dagster.core.runner import compact_results, read_results
 from sv_dagster.definitions import build_definitions
 from tests.conftest import REPO_ROOT
 from tests.support.openai_server import LoopbackOpenAIServer
+from tests.support.registry import loopback_registry
 
 E1 = ENVS["e1"]
 N = 60  # the bundled E1 sample
@@ -88,12 +89,7 @@ def test_compact_keeps_scored_and_drops_model_failures(tmp_path: Path):
 
 def test_dagster_resume_run_id_continues_the_folder(isolated: Path, monkeypatch):
     with LoopbackOpenAIServer(reply) as server:
-        registry = isolated / "models.yaml"
-        registry.write_text(
-            "models:\n  heuristic:\n    backend: heuristic\n    default: true\n"
-            f"  loop:\n    backend: openai\n    model: m\n    base_url: {server.base_url}\n"
-        )
-        monkeypatch.setenv("SV_MODEL_REGISTRY", str(registry))
+        monkeypatch.setenv("SV_MODEL_REGISTRY", str(loopback_registry(isolated / "models.yaml", server.base_url)))
         defs = build_definitions()
         instance = dg.DagsterInstance.get()
         job = defs.resolve_implicit_global_asset_job_def()
