@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.sv-installed
+# CLI scanners (semgrep, checkov, bandit) in their own venv: their pins clash with ours.
+TOOLS_VENV  := .venv-tools
+TOOLS_STAMP := $(TOOLS_VENV)/.sv-installed
 export PATH := $(CURDIR)/$(BIN):$(PATH)
 # The project's own Dagster instance unless DAGSTER_HOME is set.
 export DAGSTER_HOME ?= $(CURDIR)/.dagster
@@ -15,7 +18,12 @@ MODELS ?= heuristic
 N ?=
 SEED ?= 42
 
-setup: $(STAMP)
+setup: $(STAMP) $(TOOLS_STAMP)
+
+$(TOOLS_STAMP): tools/requirements.lock
+	test -x $(TOOLS_VENV)/bin/python || $(PYTHON) -m venv $(TOOLS_VENV)
+	$(TOOLS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -r tools/requirements.lock
+	touch $(TOOLS_STAMP)
 
 $(STAMP): requirements.lock pyproject.toml environments/*/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info[:2] == (3, 11) else "sv-dagster needs Python 3.11 (set PYTHON=...)")'
@@ -48,9 +56,10 @@ bench: setup
 # Maintainers: re-pin the whole dependency set after editing requirements.in or a pyproject.
 lock: setup
 	$(BIN)/uv pip compile requirements.in --python-version 3.11 --no-header -o requirements.lock
+	$(BIN)/uv pip compile tools/requirements.in --python-version 3.11 --no-header -o tools/requirements.lock
 
 samples: setup
 	$(BIN)/python scripts/make_samples.py
 
 clean:
-	rm -rf $(VENV) .dagster outputs .pytest_cache
+	rm -rf $(VENV) $(TOOLS_VENV) .dagster outputs .pytest_cache

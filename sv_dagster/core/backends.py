@@ -8,6 +8,7 @@ reached at all fails in `preflight`, before any example runs.
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import itertools
 import json
@@ -34,8 +35,17 @@ POOL_SIZE = 8
 """Connections per HTTP pool of an OpenAI-compatible backend."""
 
 # Rule baselines per environment, imported lazily: "module:function(prompt) -> reply".
+# `heuristic` answers without tools; `oracle` answers with what the environment's own
+# verifier knows (E2: the tools' findings; E3: the reference fix): an upper bound to read
+# model scores against.
 HEURISTICS: dict[str, str] = {
     "sv-env-network-logs": "sv_env_network_logs.baseline:heuristic_reply",
+    "sv-env-config-verification": "sv_env_config_verification:heuristic_reply",
+    "sv-env-code-vulnerability": "sv_env_code_vulnerability:heuristic_reply",
+}
+ORACLES: dict[str, str] = {
+    "sv-env-config-verification": "sv_env_config_verification:oracle_reply",
+    "sv-env-code-vulnerability": "sv_env_code_vulnerability:oracle_reply",
 }
 
 
@@ -63,6 +73,9 @@ class Completion:
     attempts: int = 1
     finish_reason: str | None = None
     cached: bool = False
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    """Tool calls the model asked for, in the OpenAI wire shape
+    ({"id", "type": "function", "function": {"name", "arguments"}})."""
 
 
 class Backend(Protocol):
@@ -70,31 +83,37 @@ class Backend(Protocol):
 
     async def preflight(self) -> None: ...
 
-    async def complete(self, messages: list[dict[str, str]]) -> Completion: ...
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
+        """The model's next turn; `tools` (OpenAI function schemas) are offered when given."""
+        ...
 
     async def aclose(self) -> None: ...
 
 
 @dataclass
 class HeuristicBackend:
+    """A rule baseline in-process: `HEURISTICS` (or `ORACLES` for the oracle backend)."""
+
     spec: ModelSpec
     env_id: str
+    table: dict[str, str] = field(default_factory=lambda: HEURISTICS)
     reply: Callable[[str], str] = field(init=False)
 
     def __post_init__(self) -> None:
-        target = HEURISTICS.get(self.env_id)
+        target = self.table.get(self.env_id)
         if target is None:
-            raise BackendConfigError(f"no heuristic baseline for environment {self.env_id!r}")
+            raise BackendConfigError(f"no {self.spec.backend} baseline for environment {self.env_id!r}")
         module, _, name = target.partition(":")
         self.reply = getattr(importlib.import_module(module), name)
 
     async def preflight(self) -> None:
         return None
 
-    async def complete(self, messages: list[dict[str, str]]) -> Completion:
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
         start = time.perf_counter()
         prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
-        text = self.reply(prompt)
+        # A baseline may do real work (the oracle runs the tools): keep the event loop free.
+        text = await asyncio.to_thread(self.reply, prompt) if self.table is ORACLES else self.reply(prompt)
         return Completion(text=text, usage=None, latency_s=time.perf_counter() - start, finish_reason="stop")
 
     async def aclose(self) -> None:
@@ -193,9 +212,11 @@ class OpenAICompatibleBackend:
             )
         # Other statuses (e.g. 404 on gateways without /models) still prove it is reachable.
 
-    def _request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
+    def _request(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         s = self.spec.sampling
         request: dict[str, Any] = {"model": self.spec.model, "messages": messages}
+        if tools:
+            request["tools"] = tools
         if s.temperature is not None:
             request["temperature"] = s.temperature
         if s.top_p is not None and s.top_p != 1.0:
@@ -206,7 +227,7 @@ class OpenAICompatibleBackend:
             request["seed"] = s.seed
         return request
 
-    async def complete(self, messages: list[dict[str, str]]) -> Completion:
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
         start = time.perf_counter()
         attempts = 0
         try:
@@ -223,7 +244,7 @@ class OpenAICompatibleBackend:
                             # `post` rather than `chat.completions.create`: the request is already
                             # plain JSON, and create()'s TypedDict transform cost ~1.7 ms a call.
                             response = await next(self._next_client).post(
-                                "/chat/completions", body=self._request(messages), cast_to=ChatCompletion
+                                "/chat/completions", body=self._request(messages, tools), cast_to=ChatCompletion
                             )
                         except openai.RateLimitError:
                             self.limits.throttled()
@@ -241,6 +262,12 @@ class OpenAICompatibleBackend:
             latency_s=time.perf_counter() - start,
             attempts=attempts,
             finish_reason=choice.finish_reason if choice else None,
+            tool_calls=tuple(
+                {"id": call.id, "type": "function",
+                 "function": {"name": call.function.name, "arguments": call.function.arguments or ""}}
+                for call in ((choice.message.tool_calls or []) if choice else [])
+                if getattr(call, "function", None) is not None
+            ),
         )
 
     async def aclose(self) -> None:
@@ -252,6 +279,8 @@ def make_backend(spec: ModelSpec, env_id: str) -> Backend:
     """The backend for a registry entry; configuration errors raise here, before any call."""
     if spec.backend == "heuristic":
         return HeuristicBackend(spec, env_id)
+    if spec.backend == "oracle":
+        return HeuristicBackend(spec, env_id, ORACLES)
     if spec.backend == "openai":
         return OpenAICompatibleBackend(spec)
     raise BackendConfigError(f"model {spec.name!r}: unknown backend {spec.backend!r}")

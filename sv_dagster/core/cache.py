@@ -29,7 +29,7 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
-def request_key(spec: ModelSpec, messages: list[dict[str, Any]]) -> str:
+def request_key(spec: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
     sampling = {k: v for k, v in spec.sampling.as_dict().items() if k != "timeout_s"}
     identity = {
         "backend": spec.backend,
@@ -38,6 +38,8 @@ def request_key(spec: ModelSpec, messages: list[dict[str, Any]]) -> str:
         "messages": messages,
         "sampling": sampling,
     }
+    if tools:  # offered tools change the answer; keys without tools stay as they were
+        identity["tools"] = tools
     return hashlib.sha256(stable_json(identity).encode()).hexdigest()
 
 
@@ -58,6 +60,7 @@ class ResponseCache:
             return None
         self.hits += 1
         data = json.loads(row[0])
+        data["tool_calls"] = tuple(data.get("tool_calls") or ())
         return Completion(**{**data, "latency_s": 0.0, "attempts": 0, "cached": True})
 
     def put(self, key: str, model: str, completion: Completion) -> None:
@@ -67,6 +70,8 @@ class ResponseCache:
             "latency_s": completion.latency_s,
             "finish_reason": completion.finish_reason,
         }
+        if completion.tool_calls:
+            data["tool_calls"] = list(completion.tool_calls)
         self._db.execute(
             "INSERT OR REPLACE INTO responses (key, model, completion, created_at) VALUES (?, ?, ?, ?)",
             (key, model, json.dumps(data), time.time()),
@@ -87,12 +92,12 @@ class CachedBackend:
     async def preflight(self) -> None:
         await self.inner.preflight()
 
-    async def complete(self, messages: list[dict[str, str]]) -> Completion:
-        key = request_key(self.spec, messages)
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
+        key = request_key(self.spec, messages, tools)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
-        completion = await self.inner.complete(messages)
+        completion = await self.inner.complete(messages, tools)
         self.cache.put(key, self.spec.name, replace(completion, cached=False))
         return completion
 

@@ -66,7 +66,7 @@ def evaluate(
     and only the rest are run (an interrupted or re-executed run)."""
     settings = env.reward_settings(reward_config)
     prices = prices or load_price_table()
-    if cache is not None and model.backend != "heuristic":  # rule baselines cost nothing to re-run
+    if cache is not None and model.backend not in ("heuristic", "oracle"):  # rule baselines: nothing to save
         backend = CachedBackend(backend, cache)
     tasks = env.iter_tasks(dataset_path, reward_config, limit, seed)
     try:  # read and check the whole dataset file now, before any model call

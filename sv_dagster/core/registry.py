@@ -16,7 +16,7 @@ import yaml
 
 from sv_dagster.core.paths import CONFIGS_DIR, slug
 
-BACKENDS = ("heuristic", "openai")
+BACKENDS = ("heuristic", "oracle", "openai")
 
 
 class RegistryError(ValueError):

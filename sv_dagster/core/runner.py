@@ -40,11 +40,14 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
-async def score_completion(task: vf.Task, completion: str, model: str | None = None) -> tuple[dict, dict, float]:
-    """(reward scores, reward weights, weighted total) for one completion of `task`."""
+async def score_completion(
+    task: vf.Task, completion: str, model: str | None = None, turns: list[dict[str, Any]] | None = None
+) -> tuple[dict, dict, float]:
+    """(reward scores, reward weights, weighted total) for one completion of `task`;
+    `turns` are the tool-calling turns before it (assistant tool calls and tool results)."""
     from sv_dagster.core.traces import completion_trace
 
-    trace = completion_trace(task, completion, model)
+    trace = completion_trace(task, completion, model, turns)
     await task.score(trace)
     scores = {name: (r.score if r is not None else None) for name, r in trace.rewards.items()}
     weights = {name: (r.weight if r is not None else None) for name, r in trace.rewards.items()}
@@ -64,14 +67,33 @@ class _ResultsWriter:
             self.handle.flush()
 
 
+def task_tools(task: vf.Task) -> tuple[list[Any], int]:
+    """The tools a task offers the model and its tool-call budget (none for single-turn tasks)."""
+    functions = getattr(task, "tool_functions", None)
+    if functions is None:
+        return [], 0
+    return list(functions()), int(getattr(task, "tool_budget", 4))
+
+
+def _add_usage(total: dict[str, int] | None, usage: dict[str, int] | None) -> dict[str, int] | None:
+    if usage is None:
+        return total
+    total = dict(total or {})
+    for name, value in usage.items():
+        total[name] = total.get(name, 0) + (value or 0)
+    return total
+
+
 async def _run_one(
     task: vf.Task,
     backend: Backend,
     writer: _ResultsWriter,
     parse: Callable[[str], Any] | None,
     price: Callable[[dict | None], float | None],
+    use_tools: bool = True,
 ) -> str:
     from sv_dagster.core.backends import CompletionFailed
+    from sv_dagster.core.toolcalls import ToolBox
     from sv_dagster.core.traces import chat_messages
 
     messages = chat_messages(task)
@@ -94,21 +116,50 @@ async def _run_one(
         "latency_s": None,
         "attempts": None,
     }
-    try:
-        completion = await backend.complete(messages)
-    except CompletionFailed as exc:
-        row.update(error=str(exc), error_kind="model", attempts=exc.attempts)
-        await writer.write(row)
-        return "model_error"
+    functions, budget = task_tools(task) if use_tools else ([], 0)
+    toolbox = ToolBox(functions) if functions else None
+    schemas = toolbox.schemas() if toolbox else None
+    turns: list[dict[str, Any]] = []
+    usage: dict[str, int] | None = None
+    costs: list[float | None] = []
+    latency = 0.0
+    attempts = 0
+    all_cached = True
+    while True:
+        # Tools are offered while budget is left; then the model must answer.
+        offer = schemas if toolbox is not None and len(toolbox.calls) < budget else None
+        try:
+            completion = await backend.complete(messages + turns, offer)
+        except CompletionFailed as exc:
+            row.update(error=str(exc), error_kind="model", attempts=attempts + exc.attempts)
+            if turns:
+                row["turns"] = turns
+            await writer.write(row)
+            return "model_error"
+        usage = _add_usage(usage, completion.usage)
+        costs.append(0.0 if completion.cached else price(completion.usage))  # a cache hit costs nothing
+        latency += completion.latency_s
+        attempts += completion.attempts
+        all_cached = all_cached and completion.cached
+        if not (offer and completion.tool_calls):
+            break
+        calls = list(completion.tool_calls)[: budget - len(toolbox.calls)]
+        turns.append({"role": "assistant", "content": completion.text or None, "tool_calls": calls})
+        for call in calls:
+            function = call.get("function") or {}
+            result = await toolbox.call(str(function.get("name")), str(function.get("arguments") or ""))
+            turns.append({"role": "tool", "tool_call_id": call.get("id") or "", "name": function.get("name"), "content": result})
     row.update(
         completion=completion.text,
-        usage=completion.usage,
-        cost_usd=0.0 if completion.cached else price(completion.usage),  # a cache hit costs nothing
-        latency_s=round(completion.latency_s, 4),
-        attempts=completion.attempts,
+        usage=usage,
+        cost_usd=None if None in costs else sum(costs),  # one unpriced call: unpriced
+        latency_s=round(latency, 4),
+        attempts=attempts,
         finish_reason=completion.finish_reason,
-        cached=completion.cached,
+        cached=all_cached,
     )
+    if toolbox is not None:
+        row.update(turns=turns, tool_calls=toolbox.calls)
     outcome = await score_row(row, task, completion.text, parse, backend.spec.model)
     await writer.write(row)
     return outcome
@@ -125,7 +176,7 @@ async def score_row(
     # Refusals are their own column, not just a wrong answer (they are scored all the same).
     row["refusal"] = is_refusal(completion, row.get("parsed"))
     try:
-        scores, weights, total = await score_completion(task, completion, model)
+        scores, weights, total = await score_completion(task, completion, model, row.get("turns"))
     except Exception as exc:  # a verifier bug must not lose the example
         row.update(
             rewards=None, reward_weights=None, reward=None,
@@ -133,6 +184,12 @@ async def score_row(
         )
         return "scoring_error"
     row.update(rewards=scores, reward_weights=weights, reward=_finite(total), error=None, error_kind=None)
+    details = getattr(task, "details", None)  # what the verifier found (tool results, test runs)
+    if details is not None:
+        try:
+            row["details"] = details(completion)
+        except Exception as exc:
+            row["details"] = {"error": f"{type(exc).__name__}: {exc}"}
     return "scored"
 
 
@@ -170,10 +227,13 @@ async def run_eval(
     parse: Callable[[str], Any] | None = None,
     resume: bool = False,
     price: Callable[[dict | None], float | None] = lambda usage: None,
+    use_tools: bool = True,
 ) -> RunCounts:
     """Evaluate `tasks` with `backend`, appending one line per example to `results_path`.
 
-    `price(usage)` gives each call's cost (None when unpriced). `concurrency` workers pull tasks from one iterator, so memory does not grow with the
+    `price(usage)` gives each call's cost (None when unpriced). Tasks that offer tools
+    (`task.tool_functions()`) run a tool-calling loop up to `task.tool_budget` calls, unless
+    `use_tools` is off. `concurrency` workers pull tasks from one iterator, so memory does not grow with the
     number of examples. With `resume`, examples already finished in the file are skipped
     (see `compact_results`); without it the file starts empty. Call `backend.preflight()`
     first to fail early on an unreachable endpoint.
@@ -192,7 +252,7 @@ async def run_eval(
 
             async def worker() -> None:
                 for task in pending:  # shared iterator: each worker takes the next task
-                    outcomes[await _run_one(task, backend, writer, parse, price)] += 1
+                    outcomes[await _run_one(task, backend, writer, parse, price, use_tools)] += 1
 
             await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
     finally:
@@ -220,5 +280,5 @@ def read_results(results_path: Path, drop: tuple[str, ...] = ()) -> list[dict[st
     return rows
 
 
-SUMMARY_DROP = ("prompt", "info")
+SUMMARY_DROP = ("prompt", "info", "turns")
 """Fields no summary reads."""

@@ -3,10 +3,13 @@ would score a rollout under `vf-eval` (`await task.score(trace)`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import verifiers.v1 as vf
 from verifiers.v1.graph import MessageNode
 from verifiers.v1.state import state_cls
 from verifiers.v1.trace import AgentInfo, TraceTask
+from verifiers.v1.types import ToolCall
 
 
 def chat_messages(task: vf.Task) -> list[dict[str, str]]:
@@ -18,13 +21,32 @@ def chat_messages(task: vf.Task) -> list[dict[str, str]]:
     return messages
 
 
-def completion_trace(task: vf.Task, completion: str, model: str | None = None) -> vf.Trace:
-    """A completed single-turn trace: the prompt messages, then `completion` as the
+def _turn_message(turn: dict[str, Any]) -> tuple[Any, bool]:
+    """A stored tool-calling turn as a verifiers message (and whether the model sampled it)."""
+    if turn["role"] == "tool":
+        return vf.ToolMessage(tool_call_id=turn.get("tool_call_id") or "", content=str(turn.get("content") or ""),
+                              name=turn.get("name")), False
+    calls = [
+        ToolCall(id=call.get("id") or "", name=str((call.get("function") or {}).get("name")),
+                 arguments=str((call.get("function") or {}).get("arguments") or ""))
+        for call in turn.get("tool_calls") or []
+    ]
+    return vf.AssistantMessage(content=turn.get("content"), tool_calls=calls or None), True
+
+
+def completion_trace(
+    task: vf.Task, completion: str, model: str | None = None, turns: list[dict[str, Any]] | None = None
+) -> vf.Trace:
+    """A completed trace: the prompt messages, the tool-calling `turns` (assistant tool
+    calls and tool results, as the runner stores them), then `completion` as the final
     model-sampled assistant turn."""
     nodes: list[MessageNode] = []
     for message in chat_messages(task):
         cls = vf.SystemMessage if message["role"] == "system" else vf.UserMessage
         nodes.append(MessageNode(parent=len(nodes) - 1 if nodes else None, message=cls(content=message["content"])))
+    for turn in turns or ():
+        message, sampled = _turn_message(turn)
+        nodes.append(MessageNode(parent=len(nodes) - 1, message=message, sampled=sampled))
     nodes.append(
         MessageNode(parent=len(nodes) - 1, message=vf.AssistantMessage(content=completion), sampled=True)
     )

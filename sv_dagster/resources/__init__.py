@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 
 class ModelRegistry(dg.ConfigurableResource):
-    """The model registry file and the backends it describes (heuristic, openai).
+    """The model registry file and the backends it describes (heuristic, oracle, openai).
 
     API keys are read from the environment variable each entry names, at call time;
     they never enter run config, metadata or logs.

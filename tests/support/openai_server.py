@@ -26,7 +26,7 @@ def _tokens(text: str) -> int:
 class LoopbackOpenAIServer:
     def __init__(
         self,
-        reply: Callable[[dict], str] | None = None,
+        reply: Callable[[dict], str | dict] | None = None,
         *,
         model_ids: Sequence[str] = ("loopback-model",),
         require_api_key: str | None = None,
@@ -180,7 +180,17 @@ class LoopbackOpenAIServer:
                     return self._error(status, f"injected failure {status}", headers)
                 if server.delay_s:
                     time.sleep(server.delay_s)  # a slow model; each request has its own thread
-                text = server.reply(request)
+                reply = server.reply(request)
+                # A dict reply is a tool-calling turn: {"tool_calls": [{"name", "arguments"}], "content"?}
+                tool_calls = None
+                if isinstance(reply, dict):
+                    tool_calls = [
+                        {"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
+                         "function": {"name": c["name"], "arguments": c.get("arguments", "{}")}}
+                        for c in reply.get("tool_calls", [])
+                    ]
+                    reply = reply.get("content") or ""
+                text = reply
                 prompt = " ".join(str(m.get("content") or "") for m in request.get("messages", []))
                 usage = {
                     "prompt_tokens": _tokens(prompt),
@@ -189,8 +199,11 @@ class LoopbackOpenAIServer:
                 }
                 model = request.get("model", server.model_ids[0])
                 ident, created = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time())
-                if request.get("stream"):
+                if request.get("stream") and not tool_calls:
                     return self._stream(ident, created, model, text, usage, request)
+                message: dict[str, Any] = {"role": "assistant", "content": text}
+                if tool_calls:
+                    message = {"role": "assistant", "content": text or None, "tool_calls": tool_calls}
                 self._send_json(
                     200,
                     {
@@ -199,7 +212,7 @@ class LoopbackOpenAIServer:
                         "created": created,
                         "model": model,
                         "choices": [
-                            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                            {"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}
                         ],
                         "usage": usage,
                     },
