@@ -10,13 +10,15 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # The project's own Dagster instance unless DAGSTER_HOME is set.
 export DAGSTER_HOME ?= $(CURDIR)/.dagster
 
-EVAL_TARGETS := eval-e1
+EVAL_TARGETS := eval-e1 eval-e2 eval-e3
 .PHONY: setup demo test ui bench lock clean samples check $(EVAL_TARGETS)
 
 # make eval-e1 MODELS="gpt-5-mini heuristic" N=32 [SEED=42]
+# make eval-e2 MODELS="gpt-5-mini tool-oracle" N=10 INCLUDE_TOOLS=false
 MODELS ?= heuristic
 N ?=
 SEED ?= 42
+INCLUDE_TOOLS ?= true
 
 setup: $(STAMP) $(TOOLS_STAMP)
 
@@ -41,7 +43,7 @@ test: setup
 	$(BIN)/python -m pytest
 
 $(EVAL_TARGETS): eval-%: setup
-	$(BIN)/sv-dagster eval $* --models $(MODELS) --seed $(SEED) $(if $(N),--n $(N))
+	$(BIN)/sv-dagster eval $* --models $(MODELS) --seed $(SEED) --include-tools $(INCLUDE_TOOLS) $(if $(N),--n $(N))
 
 # The regression gate over the latest evals (exit 1 on a regression), as CI would run it.
 check: setup

@@ -1,8 +1,8 @@
 """`sv-dagster` command line.
 
-    sv-dagster demo [--job eval_e1]   run a job in-process on the project's instance and
+    sv-dagster demo [--job demo]      run a job in-process on the project's instance and
                                       print each eval's headline metrics and artifact paths
-    sv-dagster eval e1 --models heuristic gpt-5-mini [--n 32] [--seed 42]
+    sv-dagster eval e1 --models heuristic gpt-5-mini [--n 32] [--seed 42] [--include-tools false]
                                       evaluate registry models (one Dagster run, in the UI)
     sv-dagster baseline record EVAL_DIR
                                       make an eval folder its (env, model)'s regression baseline
@@ -23,27 +23,16 @@ from typing import Any
 
 from sv_dagster.core.paths import PROJECT_ROOT
 
-DEMO_COLUMNS = (
-    ("model", "model"),
-    ("n", "n_examples"),
-    ("accuracy", "accuracy"),
-    ("ECE", "ece"),
-    ("cost-wtd acc", "cost_weighted_accuracy"),
-    ("F1", "f1"),
-    ("abstain", "abstain_rate"),
-    ("errors", "n_errors"),
-)
-
-
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
     return "-" if value is None else str(value)
 
 
-def format_table(rows: list[dict[str, Any]]) -> str:
-    header = [title for title, _ in DEMO_COLUMNS]
-    body = [[_fmt(row.get(key)) for _, key in DEMO_COLUMNS] for row in rows]
+def format_table(rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...]) -> str:
+    columns = (("model", "model"), ("n", "n_examples"), *columns)
+    header = [title for title, _ in columns]
+    body = [[_fmt(row.get(key)) for _, key in columns] for row in rows]
     widths = [max(len(cell) for cell in column) for column in zip(header, *body)]
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)) for line in [header, *body]]
     lines.insert(1, "  ".join("-" * width for width in widths))
@@ -61,26 +50,31 @@ def _report(result, title: str, started: float) -> int:
             if event.is_step_failure:
                 print(f"FAILED {event.step_key}: {event.step_failure_data.error.message}", file=sys.stderr)
         return 1
-    rows, paths, sample = [], [], False
+    from sv_dagster.core.envs import ENVS
+
+    by_env: dict[str, list[tuple[dict[str, Any], Path]]] = {}
     for event in result.get_asset_materialization_events():
         materialization = event.step_materialization_data.materialization
         if materialization.asset_key.path[0] != "eval":
             continue
         run_dir = Path(materialization.metadata["artifact_path"].value)
         summary = json.loads((run_dir / "summary.json").read_text())
-        sample = sample or bool(summary.get("sample"))
-        rows.append(summary)
-        paths.append(run_dir)
+        by_env.setdefault(materialization.asset_key.path[1], []).append((summary, run_dir))
     import dagster as dg
 
     print(f"\n{title}: run {result.run_id} on instance {dg.DagsterInstance.get().root_directory}")
-    if sample:
-        print("DATA: bundled SAMPLE (synthetic flows in the IoT-23 schema), not the real corpus\n")
-    print(format_table(rows))
-    print()
-    for row, path in zip(rows, paths):
-        shown = path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path
-        print(f"{row['model']}: {shown}/{{metadata.json,results.jsonl,summary.json}}")
+    for short, env in ENVS.items():
+        if short not in by_env:
+            continue
+        entries = by_env[short]
+        sample = any(summary.get("sample") for summary, _ in entries)
+        print(f"\n== {short}: {env.description}")
+        if sample:
+            print(f"DATA: bundled SAMPLE ({env.sample_note}), not a real corpus")
+        print(format_table([summary for summary, _ in entries], env.columns))
+        for summary, path in entries:
+            shown = path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path
+            print(f"  {summary['model']}: {shown}/{{metadata.json,results.jsonl,summary.json}}")
     print(f"\nwall time {time.perf_counter() - started:.1f} s; open the UI with `make ui` (same instance)")
     return 0
 
@@ -96,7 +90,10 @@ def run_demo(job_name: str) -> int:
     return _report(result, job_name, started)
 
 
-def run_eval_command(env_short: str, models: list[str], n: int | None, seed: int, split: str, concurrency: int | None) -> int:
+def run_eval_command(
+    env_short: str, models: list[str], n: int | None, seed: int, split: str, concurrency: int | None,
+    include_tools: bool = True,
+) -> int:
     """`make eval-e1 MODELS="..." N=32`: materialize eval/<env>/<model> for each model,
     as one Dagster run on the project's instance (so it shows in the UI with lineage).
     The dataset is built first only when it has never been materialized."""
@@ -119,7 +116,7 @@ def run_eval_command(env_short: str, models: list[str], n: int | None, seed: int
     selection = dg.AssetSelection.assets(*keys)
     if instance.get_latest_materialization_event(dg.AssetKey(["dataset", env.short])) is None:
         selection = selection.upstream()
-    op_config = {"limit": n, "seed": seed, "split": split, "concurrency": concurrency}
+    op_config = {"limit": n, "seed": seed, "split": split, "concurrency": concurrency, "include_tools": include_tools}
     run_config = {
         **QUIET,
         "ops": {"__".join(key.path): {"config": op_config} for key in keys},
@@ -142,7 +139,7 @@ def run_rescore(source: Path, reward_config: Path | None) -> int:
     env = next(spec for spec in ENVS.values() if spec.env_id == metadata["env"])
     run_id = f"rescore-{uuid.uuid4().hex[:12]}"
     run = rescore(env, source, outputs_root=outputs_root(), run_id=run_id, reward_config=reward_config)
-    print(format_table([json.loads(Path(source, "summary.json").read_text()), run.summary]))
+    print(format_table([json.loads(Path(source, "summary.json").read_text()), run.summary], env.columns))
     print(f"\nre-scored {source} -> {run.run_dir}")
     return 0
 
@@ -184,17 +181,21 @@ def run_baseline(eval_dir: Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from sv_dagster.core.envs import ENVS
+
     parser = argparse.ArgumentParser(prog="sv-dagster", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser("demo", help="run a job in-process and print its eval table")
-    demo.add_argument("--job", default="eval_e1")
+    demo.add_argument("--job", default="demo")
     evals = commands.add_parser("eval", help="evaluate registry models on one environment")
-    evals.add_argument("env", choices=["e1"])
+    evals.add_argument("env", choices=sorted(ENVS))
     evals.add_argument("--models", nargs="+", required=True, help="registry names")
     evals.add_argument("--n", type=int, default=None, help="examples per model (seeded subset)")
     evals.add_argument("--seed", type=int, default=42)
     evals.add_argument("--split", default="test")
     evals.add_argument("--concurrency", type=int, default=None)
+    evals.add_argument("--include-tools", choices=["true", "false"], default="true",
+                       help="offer the environment's tools to the model (E2); false = answer from the prompt alone")
     again = commands.add_parser("rescore", help="re-score stored completions with the current verifier")
     again.add_argument("eval_dir", type=Path)
     again.add_argument("--reward-config", type=Path, default=None)
@@ -211,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
         return run_demo(args.job)
     if args.command == "eval":
         models = [name for chunk in args.models for name in chunk.split()]
-        return run_eval_command(args.env, models, args.n, args.seed, args.split, args.concurrency)
+        return run_eval_command(args.env, models, args.n, args.seed, args.split, args.concurrency,
+                                args.include_tools == "true")
     if args.command == "rescore":
         return run_rescore(args.eval_dir, args.reward_config)
     return 2

@@ -14,7 +14,7 @@ import dagster as dg
 from dotenv import load_dotenv
 
 from sv_dagster.assets.corpora import corpus_iot23
-from sv_dagster.assets.datasets import dataset_e1
+from sv_dagster.assets.datasets import build_bundled_dataset_asset, dataset_e1
 from sv_dagster.assets.evals import build_eval_assets, build_regression_checks, build_rescore_assets
 from sv_dagster.assets.recipe import PROVENANCE_TAG
 from sv_dagster.assets.reports import build_report_assets
@@ -22,7 +22,7 @@ from sv_dagster.assets.triage import build_triage_assets
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import PROJECT_ROOT
 from sv_dagster.core.registry import load_registry, registry_path
-from sv_dagster.jobs import eval_job, program_jobs, rescore_job
+from sv_dagster.jobs import demo_job, eval_job, program_jobs, rescore_job
 from sv_dagster.resources import ModelRegistry
 from sv_dagster.schedules import program_schedules
 
@@ -45,24 +45,38 @@ def require_provenance(assets: Iterable[dg.AssetsDefinition]) -> None:
         raise ValueError(f"assets declared without provenance_asset: {missing}")
 
 
+def data_assets(env_short: str) -> list[dg.AssetsDefinition]:
+    """What feeds dataset/<env>: E1 curates a corpus; E2 and E3 ship their own task sets."""
+    if env_short == "e1":
+        return [corpus_iot23, dataset_e1]
+    return [build_bundled_dataset_asset(ENVS[env_short])]
+
+
 def build_definitions() -> dg.Definitions:
     load_dotenv(PROJECT_ROOT / ".env")  # API keys and endpoints; .env is git-ignored
     models = load_registry()
-    e1 = ENVS["e1"]
-    evals = build_eval_assets(e1, models)
+    envs = list(ENVS.values())
+    evals = [a for env in envs for a in build_eval_assets(env, models)]
     assets = [
-        corpus_iot23,
-        dataset_e1,
+        *(a for env in envs for a in data_assets(env.short)),
         *evals,
-        *build_triage_assets(e1, models),
-        *build_rescore_assets(e1, models),
+        *(a for env in envs for a in build_triage_assets(env, models)),
+        *(a for env in envs for a in build_rescore_assets(env, models)),
         *build_report_assets([key for assets_def in evals for key in assets_def.keys]),
     ]
     require_provenance(assets)
-    jobs = {job.name: job for job in [eval_job(e1, models), rescore_job(e1, models), *program_jobs([e1], models)]}
+    jobs = {
+        job.name: job
+        for job in [
+            *(eval_job(env, models) for env in envs),
+            *(rescore_job(env, models) for env in envs),
+            demo_job(envs, models),
+            *program_jobs(envs, models),
+        ]
+    }
     defs = dg.Definitions(
         assets=assets,
-        asset_checks=build_regression_checks(e1, models),
+        asset_checks=[c for env in envs for c in build_regression_checks(env, models)],
         jobs=list(jobs.values()),
         schedules=program_schedules(jobs),
         resources={"models": ModelRegistry(registry_path=str(registry_path()))},

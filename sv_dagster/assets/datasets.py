@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import shutil
+from collections import Counter
+
 import dagster as dg
 import pandas as pd
 from pydantic import Field
@@ -9,6 +13,7 @@ from pydantic import Field
 from sv_dagster.assets.common import artifact_dir, write_json
 from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.core.e1_data import SPLITS, curate_e1, write_jsonl
+from sv_dagster.core.envs import EnvSpec
 
 class E1DatasetConfig(dg.Config):
     dev_frac: float = Field(default=0.1, ge=0.0, le=0.5)
@@ -54,3 +59,37 @@ def _balance_table(counts: dict[str, dict[str, int]]) -> str:
     lines = ["| split | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|"]
     lines += [f"| {split} | " + " | ".join(str(row.get(label, 0)) for label in labels) + " |" for split, row in counts.items()]
     return "\n".join(lines)
+
+
+def build_bundled_dataset_asset(env: EnvSpec) -> dg.AssetsDefinition:
+    """dataset/<env> for an environment that ships its own task set (E2's manifests and
+    Terraform files, E3's vulnerable functions with tests): the package's JSONL, copied as
+    the `test` split with its provenance. Curated corpora for these environments come
+    with the data pipeline; the package's file is what `vf-eval` sees by default too."""
+
+    @provenance_asset(
+        key=["dataset", env.short],
+        group_name="datasets",
+        kinds={"json"},
+        description=f"{env.env_id}: the task set bundled with the environment package (SAMPLE data the "
+        "project wrote), as the `test` split.",
+    )
+    def bundled_dataset(context: dg.AssetExecutionContext) -> Artifact:
+        source = env.package.bundled_dataset_path()
+        out = artifact_dir(context, "datasets", env.short)
+        target = out / "test.jsonl"
+        shutil.copyfile(source, target)
+        rows = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines() if line.strip()]
+        kinds = Counter(str((row.get("info") or {}).get("kind", "-")) for row in rows)
+        report = {"sample": True, "source": env.env_id, "n_examples": len(rows), "split_sizes": {"test": len(rows)},
+                  "kinds": dict(sorted(kinds.items()))}
+        write_json(out / "metadata.json", report)
+        return Artifact(
+            path=out,
+            facts={"sample": True, "package": env.env_id},
+            packages=(env.env_id,),
+            metadata=report,
+            files={"test": target},
+        )
+
+    return bundled_dataset

@@ -14,7 +14,8 @@ from sv_dagster.core.paths import outputs_root
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.resources import ModelRegistry
 
-HEADLINE_METRICS = ("accuracy", "ece", "cost_weighted_accuracy", "f1", "abstain_rate", "mean_reward", "n_errors")
+def headline_metrics(env: EnvSpec) -> tuple[str, ...]:
+    return (*(key for _, key in env.columns), "mean_reward", "n_errors")
 
 
 class EvalConfig(dg.Config):
@@ -33,6 +34,11 @@ class EvalConfig(dg.Config):
         "of a run does this by itself (it continues the root run's folder).",
     )
     seed: int = Field(default=42, description="Selects the example subset when `limit` is set; one seed, one subset for every model.")
+    include_tools: bool = Field(
+        default=True,
+        description="Offer the environment's tools to the model (E2's run_opa, run_semgrep, ...) within its tool "
+        "budget; false makes it answer from the prompt alone. Environments without tools ignore it.",
+    )
 
 
 def eval_asset_key(env: EnvSpec, model: ModelSpec) -> dg.AssetKey:
@@ -72,11 +78,12 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
             reward_config=reward_config,
             seed=config.seed,
             dataset_info={"split": config.split, "sample": dataset.facts.get("sample", False)},
+            use_tools=config.include_tools,
         )
         summary = run.summary
         context.log.info(
             f"{env.env_id} / {spec.name}: "
-            + ", ".join(f"{name}={summary.get(name)}" for name in HEADLINE_METRICS)
+            + ", ".join(f"{name}={summary.get(name)}" for name in headline_metrics(env))
         )
         return Artifact(
             path=run.run_dir,
@@ -95,10 +102,11 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
                 "eval_run_id": run.metadata["run_id"],
                 "resumed_examples": run.metadata["counts"]["n_resumed"],
                 "response_cache": run.metadata.get("response_cache"),
+                "tools": run.metadata.get("tools"),
                 "sample": summary["sample"],
             },
             metadata={
-                **{name: summary.get(name) for name in HEADLINE_METRICS},
+                **{name: summary.get(name) for name in headline_metrics(env)},
                 "n_examples": summary["n_examples"],
                 "summary": dg.MetadataValue.json(summary),
                 "results": dg.MetadataValue.path(str(run.results_path)),
@@ -187,7 +195,7 @@ def build_rescore_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
                 "sample": run.summary["sample"],
             },
             metadata={
-                **{name: run.summary.get(name) for name in HEADLINE_METRICS},
+                **{name: run.summary.get(name) for name in headline_metrics(env)},
                 "summary": dg.MetadataValue.json(run.summary),
             },
             files={"metadata": run.metadata_path, "results": run.results_path, "summary": run.summary_path},

@@ -30,6 +30,9 @@ class EnvSpec:
     summarize: Callable[[list[dict[str, Any]], Any], dict[str, Any]]
     positive_label: str | None = None
     description: str = ""
+    columns: tuple[tuple[str, str], ...] = ()
+    """(title, summary key) of the headline metrics: the demo table and asset metadata."""
+    sample_note: str = "project-written samples"
 
     @property
     def package(self) -> Any:
@@ -75,6 +78,16 @@ class EnvSpec:
     def reward_settings(self, reward_config: Path | None) -> Any:
         return self.package.load_reward_settings(reward_config)
 
+    def tool_versions(self) -> dict[str, Any] | None:
+        """The environment's tools (available, version, rule-set hash), for provenance."""
+        fn = getattr(self.package, "tool_versions", None)
+        return fn() if fn is not None else None
+
+    def tool_cache_stats(self) -> dict[str, Any] | None:
+        """Hits and misses of the environment's tool-result cache in this process so far."""
+        fn = getattr(self.package, "tool_cache_stats", None)
+        return fn() if fn is not None else None
+
 
 ENVS: dict[str, EnvSpec] = {
     "e1": EnvSpec(
@@ -85,5 +98,14 @@ ENVS: dict[str, EnvSpec] = {
         summarize=classification_summary,
         positive_label="Malicious",
         description="Network-flow anomaly detection (calibrated labels, abstention, asymmetric cost)",
+        columns=(
+            ("accuracy", "accuracy"),
+            ("ECE", "ece"),
+            ("cost-wtd acc", "cost_weighted_accuracy"),
+            ("F1", "f1"),
+            ("abstain", "abstain_rate"),
+            ("errors", "n_errors"),
+        ),
+        sample_note="synthetic flows in the IoT-23 schema",
     ),
 }

@@ -59,6 +59,7 @@ def evaluate(
     resume: bool = False,
     cache: ResponseCache | None = None,
     prices: PriceTable | None = None,
+    use_tools: bool = True,
 ) -> EvalRun:
     """Run the eval and write its artifacts. Every configuration problem (bad dataset,
     bad reward config, missing API key, unreachable endpoint) raises before the first
@@ -98,20 +99,25 @@ def evaluate(
             "concurrency": concurrency,
             "price_table": {"version": prices.version, "currency": prices.currency},
             "packages": package_versions(["sv-dagster", "verifiers", "dagster", env.env_id, "sv-shared"]),
+            "tools": env.tool_versions(),
+            "tools_offered": use_tools,
             "started_at": datetime.now(UTC).isoformat(),
         }
     )
+    tool_cache_before = env.tool_cache_stats()
     _write_json(metadata_path, metadata)
     counts = asyncio.run(
         run_eval(
             tasks, backend, results_path, concurrency=concurrency, parse=env.parser(), resume=resume,
-            price=lambda usage: prices.cost(model.model, usage),
+            price=lambda usage: prices.cost(model.model, usage), use_tools=use_tools,
         )
     )
     summary = env.summarize(read_results(results_path, drop=SUMMARY_DROP), settings)
     summary.update(
         run_id=run_id, env=env.env_id, model=model.name, sample=bool((dataset_info or {}).get("sample"))
     )
+    if tool_cache_before is not None:  # this run's share of the shared tool-result cache
+        summary["tool_cache"] = metadata["tool_cache"] = _cache_delta(tool_cache_before, env.tool_cache_stats())
     metadata.update(finished_at=datetime.now(UTC).isoformat(), counts=counts.__dict__)
     metadata["dataset"]["n_examples"] = counts.n + counts.n_resumed
     limits = getattr(getattr(backend, "inner", backend), "limits", None)
@@ -122,6 +128,11 @@ def evaluate(
     _write_json(metadata_path, metadata)
     _write_json(summary_path, summary)
     return EvalRun(run_dir, metadata_path, results_path, summary_path, summary, metadata)
+
+
+def _cache_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    hits, misses = after["hits"] - before["hits"], after["misses"] - before["misses"]
+    return {"hits": hits, "misses": misses, "hit_rate": hits / (hits + misses) if hits + misses else None}
 
 
 def rescore(
@@ -147,6 +158,7 @@ def rescore(
         **source_meta,
         "run_id": run_id,
         "rescored_from": {"run_id": source_meta["run_id"], "path": str(source)},
+        "tools": env.tool_versions(),
         "reward_config": settings.as_dict(),
         "packages": package_versions(["sv-dagster", "verifiers", "dagster", env.env_id, "sv-shared"]),
         "started_at": datetime.now(UTC).isoformat(),

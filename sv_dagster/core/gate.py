@@ -23,8 +23,10 @@ ALPHA = 0.05
 
 
 def _correct(row: dict[str, Any]) -> float | None:
-    label = (row.get("parsed") or {}).get("label")
-    return float(label == row.get("answer"))
+    parsed = row.get("parsed") or {}
+    if "label" not in parsed:  # not a labelling environment (E2, E3): mean reward is its core metric
+        return None
+    return float(parsed["label"] == row.get("answer"))
 
 
 CORE_METRICS = {

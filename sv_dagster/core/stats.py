@@ -104,6 +104,27 @@ def bootstrap_cis(
     return cis
 
 
+def mean_cis(
+    values: dict[str, Sequence[float | None]], *, n_boot: int = N_BOOT, seed: int = STANDARD_SEED, alpha: float = 0.05
+) -> dict[str, list[float] | None]:
+    """Percentile bootstrap CIs of the mean of each per-example series (None entries are
+    left out of that series), for environments whose headline numbers are rates and mean
+    rewards rather than label metrics."""
+    cis: dict[str, list[float] | None] = {}
+    for name, series in values.items():
+        x = np.array([v for v in series if v is not None], dtype=float)
+        if x.size == 0:
+            cis[name] = None
+            continue
+        rng = np.random.default_rng(seed)
+        means = np.concatenate([
+            x[rng.integers(0, x.size, size=(min(200, n_boot - start), x.size))].mean(axis=1)
+            for start in range(0, n_boot, 200)
+        ])
+        cis[name] = [float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2))]
+    return cis
+
+
 def mcnemar_exact(b: int, c: int) -> float:
     """Two-sided exact McNemar p-value from the discordant counts (b: only A right,
     c: only B right)."""

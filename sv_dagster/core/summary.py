@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from statistics import fmean
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sv_shared import Prediction, classification_metrics
 
-from sv_dagster.core.stats import STANDARD_SEED, bootstrap_cis, example_arrays
+from sv_dagster.core.stats import STANDARD_SEED, bootstrap_cis, example_arrays, mean_cis
+
+RateFn = Callable[[dict[str, Any]], float | None]
 
 
 def classification_summary(rows: list[dict[str, Any]], settings: Any) -> dict[str, Any]:
@@ -49,6 +52,41 @@ def classification_summary(rows: list[dict[str, Any]], settings: Any) -> dict[st
         },
     }
 
+
+def _common_counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "n_examples": len(rows),
+        "n_model_errors": sum(1 for row in rows if row.get("error_kind") == "model"),
+        "n_scoring_errors": sum(1 for row in rows if row.get("error_kind") == "scoring"),
+        "n_refusals": sum(1 for row in rows if row.get("refusal")),
+        "total_cost_usd": _sum(row.get("cost_usd") for row in rows),
+        "n_unpriced": sum(1 for row in rows if row.get("completion") is not None and row.get("cost_usd") is None),
+        "tokens": {
+            kind: sum((row.get("usage") or {}).get(kind, 0) for row in rows)
+            for kind in ("prompt_tokens", "completion_tokens")
+        },
+    }
+
+
+def rate_summary(rows: list[dict[str, Any]], rates: Mapping[str, RateFn]) -> dict[str, Any]:
+    """Metrics for environments scored by verifiers rather than labels (E2, E3): the mean
+    reward and each reward component, plus the environment's own per-example rates (e.g.
+    finding F1, patch success), each with a seeded 95% bootstrap CI. Errors are counted
+    and left out, as in `classification_summary`."""
+    scored = [row for row in rows if row.get("error") is None]
+    reward_names = sorted({name for row in scored for name in (row.get("rewards") or {})})
+    series: dict[str, list[float | None]] = {"mean_reward": [row.get("reward") for row in scored]}
+    series.update({name: [fn(row) for row in scored] for name, fn in rates.items()})
+    summary = {name: _mean(values) for name, values in series.items()}
+    summary.update(
+        _common_counts(rows),
+        n_errors=len(rows) - len(scored),
+        format_rate=fmean(bool((row.get("parsed") or {}).get("format_ok")) for row in scored) if scored else None,
+        mean_rewards={name: _mean((row.get("rewards") or {}).get(name) for row in scored) for name in reward_names},
+        n_tool_calls=sum(len(row.get("tool_calls") or ()) for row in rows),
+        ci95=mean_cis(series, seed=STANDARD_SEED),
+    )
+    return summary
 
 
 def _mean(values) -> float | None:

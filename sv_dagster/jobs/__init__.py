@@ -3,6 +3,7 @@
 - `eval_eN`: environment N's path (corpus -> dataset -> eval -> triage) for the registry's
   `default: true` models; other models are materialized from the UI or `make eval-eN`.
 Program jobs re-curate the datasets first (cheap, and picks up corpus updates).
+- `demo`: every environment's `eval_eN` in one run (`make demo`).
 - `rescore_eN`: the stored completions of the latest evals scored again (verifier change).
 - `weekly_sweep`: quick evals (N=10, seed 42) of the `sweep: true` models, triage, the
   weekly report and the scoreboard.
@@ -28,17 +29,41 @@ REPORTS_MONTHLY = dg.AssetKey(["reports", "monthly"])
 SCOREBOARD = dg.AssetKey(["reports", "scoreboard"])
 
 
-def eval_job(env: EnvSpec, models: dict[str, ModelSpec]) -> dg.UnresolvedAssetJobDefinition:
+def _default_models(env: EnvSpec, models: dict[str, ModelSpec]) -> list[ModelSpec]:
     chosen = [m for m in models.values() if m.default and m.supports(env.short)]
     if not chosen:
         raise ValueError(f"no default model in the registry evaluates {env.short}; mark one `default: true`")
+    return chosen
+
+
+def _eval_selection(env: EnvSpec, chosen: list[ModelSpec]) -> dg.AssetSelection:
+    return dg.AssetSelection.assets(*(eval_asset_key(env, m) for m in chosen)).upstream() | dg.AssetSelection.assets(
+        *(triage_asset_key(env, m) for m in chosen)
+    )
+
+
+def eval_job(env: EnvSpec, models: dict[str, ModelSpec]) -> dg.UnresolvedAssetJobDefinition:
+    chosen = _default_models(env, models)
     return dg.define_asset_job(
         name=f"eval_{env.short}",
-        selection=dg.AssetSelection.assets(*(eval_asset_key(env, m) for m in chosen)).upstream()
-        | dg.AssetSelection.assets(*(triage_asset_key(env, m) for m in chosen)),
+        selection=_eval_selection(env, chosen),
         description=f"{env.env_id}: corpus -> dataset -> eval -> triage for the default models "
         f"({', '.join(m.name for m in chosen)}).",
         tags={"sv/env": env.short},
+    )
+
+
+def demo_job(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> dg.UnresolvedAssetJobDefinition:
+    """Every environment's `eval_eN` in one run: what `make demo` executes."""
+    selection = dg.AssetSelection.assets()
+    for env in envs:
+        selection = selection | _eval_selection(env, _default_models(env, models))
+    return dg.define_asset_job(
+        name="demo",
+        selection=selection,
+        description="The embedded demo: each environment's default models (rule baselines and oracles) "
+        f"on its bundled SAMPLE data ({', '.join(env.short for env in envs)}).",
+        tags={"sv/program": "demo"},
     )
 
 

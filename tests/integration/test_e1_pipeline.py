@@ -76,7 +76,7 @@ def test_provenance_is_stored_on_every_materialization(run_e1):
     }
     evaluation = latest(instance, "eval/e1/heuristic").asset_materialization.metadata
     assert evaluation["input_data_versions"].value == {"dataset/e1": dataset.tags["dagster/data_version"]}
-    assert evaluation["model_id"].value == "e1-rules-v1" and evaluation["backend"].value == "heuristic"
+    assert evaluation["model_id"].value == "rules-v1" and evaluation["backend"].value == "heuristic"
     assert evaluation["sampling"].value["temperature"] == 0.0
     assert len(evaluation["reward_config_hash"].value) == 64
     assert evaluation["reward_config"].value["weights"]["accuracy"] == 1.0
