@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export DAGSTER_HOME ?= $(CURDIR)/.dagster
 
 EVAL_TARGETS := eval-e1 eval-e2 eval-e3
-.PHONY: setup demo test ui bench lock clean samples check $(EVAL_TARGETS)
+.PHONY: setup system-packages demo test ui bench lock clean samples check $(EVAL_TARGETS)
 
 # make eval-e1 MODELS="gpt-5-mini heuristic" N=32 [SEED=42]
 # make eval-e2 MODELS="gpt-5-mini tool-oracle" N=10 INCLUDE_TOOLS=false
@@ -20,7 +20,20 @@ N ?=
 SEED ?= 42
 INCLUDE_TOOLS ?= true
 
-setup: $(STAMP) $(TOOLS_STAMP)
+setup: $(STAMP) $(TOOLS_STAMP) system-packages
+
+# Debian packages the tests and sandboxes use: bubblewrap (E3 runs untrusted patches under
+# bwrap). Installed when missing and we are root (CI and these machines); otherwise E3
+# falls back to weaker protections and records which ones it had.
+SYSTEM_PACKAGES := bwrap:bubblewrap
+system-packages:
+	@missing=""; for pair in $(SYSTEM_PACKAGES); do command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "WARNING: missing Debian packages:$$missing (not root): E3's sandbox will be weaker, and say so"; fi; \
+	fi
 
 $(TOOLS_STAMP): tools/requirements.lock
 	test -x $(TOOLS_VENV)/bin/python || $(PYTHON) -m venv $(TOOLS_VENV)

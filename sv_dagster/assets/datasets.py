@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import shutil
-from collections import Counter
-
 import dagster as dg
 import pandas as pd
 from pydantic import Field
@@ -75,17 +71,14 @@ def build_bundled_dataset_asset(env: EnvSpec) -> dg.AssetsDefinition:
         "project wrote), as the `test` split.",
     )
     def bundled_dataset(context: dg.AssetExecutionContext) -> Artifact:
-        source = env.package.bundled_dataset_path()
         out = artifact_dir(context, "datasets", env.short)
         target = out / "test.jsonl"
-        shutil.copyfile(source, target)
-        rows = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines() if line.strip()]
-        kinds = Counter(str((row.get("info") or {}).get("kind", "-")) for row in rows)
-        report = {"sample": True, "source": env.env_id, "n_examples": len(rows), "split_sizes": {"test": len(rows)},
-                  "kinds": dict(sorted(kinds.items()))}
+        facts = env.package.write_bundled_dataset(target)
+        report = {"sample": True, "source": f"{env.env_id} (bundled)", "split_sizes": {"test": facts["n_examples"]}, **facts}
         write_json(out / "metadata.json", report)
         return Artifact(
             path=out,
+            config={"env": env.env_id, "source": "bundled"},
             facts={"sample": True, "package": env.env_id},
             packages=(env.env_id,),
             metadata=report,

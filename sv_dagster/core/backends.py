@@ -111,6 +111,15 @@ class HeuristicBackend:
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
         start = time.perf_counter()
+        if tools and self.table is ORACLES and not any(m.get("role") == "tool" for m in messages):
+            # The oracle consults every tool it is offered first, as a model should, so its
+            # answer is grounded in the tool results of its own conversation.
+            calls = tuple(
+                {"id": f"call_{i}", "type": "function", "function": {"name": t["function"]["name"], "arguments": "{}"}}
+                for i, t in enumerate(tools)
+            )
+            return Completion(text="", usage=None, latency_s=time.perf_counter() - start,
+                              finish_reason="tool_calls", tool_calls=calls)
         prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         # A baseline may do real work (the oracle runs the tools): keep the event loop free.
         text = await asyncio.to_thread(self.reply, prompt) if self.table is ORACLES else self.reply(prompt)

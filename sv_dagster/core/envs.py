@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sv_dagster.core.summary import classification_summary
+from sv_dagster.core.summary import classification_summary, rate_summary
 
 if TYPE_CHECKING:
     import verifiers.v1 as vf
@@ -89,6 +89,48 @@ class EnvSpec:
         return fn() if fn is not None else None
 
 
+def _reward(row: dict[str, Any], name: str) -> float | None:
+    return (row.get("rewards") or {}).get(name)
+
+
+def _all_one(row: dict[str, Any], names: tuple[str, ...]) -> float | None:
+    values = [_reward(row, name) for name in names]
+    return None if any(v is None for v in values) else float(all(v == 1.0 for v in values))
+
+
+E3_RATES = {
+    # Issue 7's E3 statistics: tests pass (functional and security), fix rate (tests pass and
+    # the scanners' original finding is gone with no new one), and how often a patch applies.
+    "test_pass_rate": lambda row: _all_one(row, ("functional", "security")),
+    "fix_rate": lambda row: _all_one(row, ("functional", "security", "finding_fixed", "no_new_findings")),
+    "patch_apply_rate": lambda row: (
+        None if not row.get("details") else float(bool((row["details"].get("patch") or {}).get("applied")))
+    ),
+}
+
+
+def _detail(row: dict[str, Any], *path: str) -> Any:
+    value: Any = row.get("details")
+    for part in path:
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+E2_RATES = {
+    # Issue 7's E2 statistics: finding F1 (severity-weighted, per file), patch success (the
+    # patch applied and removed findings without adding any), clean pass (clean files only:
+    # answered with no violations).
+    "finding_f1": lambda row: _detail(row, "detection", "f1"),
+    "finding_precision": lambda row: _detail(row, "detection", "precision"),
+    "finding_recall": lambda row: _detail(row, "detection", "recall"),
+    "patch_success": lambda row: None if row.get("details") is None else float(bool(_detail(row, "patch_success"))),
+    "clean_pass": lambda row: (
+        float(bool(_detail(row, "answered_clean"))) if _detail(row, "clean") else None
+    ),
+    "grounding": lambda row: _reward(row, "grounding"),
+}
+
+
 ENVS: dict[str, EnvSpec] = {
     "e1": EnvSpec(
         short="e1",
@@ -107,5 +149,38 @@ ENVS: dict[str, EnvSpec] = {
             ("errors", "n_errors"),
         ),
         sample_note="synthetic flows in the IoT-23 schema",
+    ),
+    "e2": EnvSpec(
+        short="e2",
+        env_id="sv-env-config-verification",
+        module="sv_env_config_verification",
+        parse="parse_completion",
+        summarize=lambda rows, settings: rate_summary(rows, E2_RATES),
+        description="Kubernetes/Terraform config verification (OPA/Rego, Semgrep, Checkov, KubeLinter)",
+        columns=(
+            ("mean reward", "mean_reward"),
+            ("finding F1", "finding_f1"),
+            ("patch success", "patch_success"),
+            ("clean pass", "clean_pass"),
+            ("grounding", "grounding"),
+            ("errors", "n_errors"),
+        ),
+        sample_note="hand-written manifests and Terraform files",
+    ),
+    "e3": EnvSpec(
+        short="e3",
+        env_id="sv-env-code-vulnerability",
+        module="sv_env_code_vulnerability",
+        parse="parse_completion",
+        summarize=lambda rows, settings: rate_summary(rows, E3_RATES),
+        description="Code-vulnerability repair (unified diff; sandboxed tests; Bandit/Semgrep re-scan)",
+        columns=(
+            ("mean reward", "mean_reward"),
+            ("tests pass", "test_pass_rate"),
+            ("fixed", "fix_rate"),
+            ("patch applies", "patch_apply_rate"),
+            ("errors", "n_errors"),
+        ),
+        sample_note="vulnerable Python functions with tests, written by the project",
     ),
 }

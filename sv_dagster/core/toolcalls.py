@@ -25,7 +25,7 @@ MAX_TOOL_OUTPUT_CHARS = 20_000
 
 def _arguments_model(fn: ToolFunction) -> type[pydantic.BaseModel]:
     fields: dict[str, Any] = {}
-    for name, param in inspect.signature(fn).parameters.items():
+    for name, param in inspect.signature(fn, eval_str=True).parameters.items():
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
         annotation = param.annotation if param.annotation is not inspect.Parameter.empty else Any
@@ -58,7 +58,7 @@ class ToolBox:
                 "type": "function",
                 "function": {
                     "name": name,
-                    "description": inspect.cleandoc(fn.__doc__ or name).split("\n\n")[0],
+                    "description": inspect.cleandoc(fn.__doc__ or name),
                     "parameters": parameters,
                 },
             })

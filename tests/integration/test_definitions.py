@@ -15,23 +15,41 @@ MODEL_KEYS = [
     "heuristic", "gpt_5", "gpt_5_mini", "claude_sonnet_4_5", "qwen3_72b", "qwen3_235b_a22b",
     "llama_3_1_8b", "llama_3_70b", "mixtral_8x22b",
 ]
+ENV_MODELS = {"e1": MODEL_KEYS, "e2": [*MODEL_KEYS, "tool_oracle"], "e3": [*MODEL_KEYS, "tool_oracle"]}
+ALL_EVALS = {f"eval/{env}/{m}" for env, models in ENV_MODELS.items() for m in models}
 EXPECTED_DEPS = {
     "corpus/iot23": set(),
     "dataset/e1": {"corpus/iot23"},
-    **{f"eval/e1/{m}": {"dataset/e1"} for m in MODEL_KEYS},
-    **{f"triage/e1/{m}": {f"eval/e1/{m}"} for m in MODEL_KEYS},
-    **{f"rescore/e1/{m}": {f"eval/e1/{m}"} for m in MODEL_KEYS},
-    **{f"reports/{r}": {f"eval/e1/{m}" for m in MODEL_KEYS} for r in ("weekly", "monthly", "scoreboard")},
+    "dataset/e2": set(),  # the task set bundled with the environment package
+    "dataset/e3": set(),
+    **{f"{kind}/{env}/{m}": ({f"dataset/{env}"} if kind == "eval" else {f"eval/{env}/{m}"})
+       for env, models in ENV_MODELS.items() for m in models for kind in ("eval", "triage", "rescore")},
+    **{f"reports/{r}": ALL_EVALS for r in ("weekly", "monthly", "scoreboard")},
 }
-EXPECTED_GROUPS = {"corpus/iot23": "corpora", "dataset/e1": "datasets", "eval/e1/heuristic": "evals", "reports/weekly": "reports"}
-E1_HEURISTIC = {"corpus/iot23", "dataset/e1", "eval/e1/heuristic", "triage/e1/heuristic"}
+EXPECTED_GROUPS = {"corpus/iot23": "corpora", "dataset/e1": "datasets", "dataset/e2": "datasets",
+                   "eval/e1/heuristic": "evals", "eval/e3/tool_oracle": "evals", "reports/weekly": "reports"}
+
+
+def path_of(env: str, *models: str) -> set[str]:
+    upstream = {"corpus/iot23", "dataset/e1"} if env == "e1" else {f"dataset/{env}"}
+    return upstream | {f"{kind}/{env}/{m}" for m in models for kind in ("eval", "triage")}
+
+
+E1_HEURISTIC = path_of("e1", "heuristic")
+DEFAULTS = E1_HEURISTIC | path_of("e2", "heuristic", "tool_oracle") | path_of("e3", "heuristic", "tool_oracle")
+SWEEP = E1_HEURISTIC | path_of("e2", "heuristic") | path_of("e3", "heuristic")  # sweep: true models only
 EXPECTED_JOBS = {
     "eval_e1": E1_HEURISTIC,
-    "weekly_sweep": E1_HEURISTIC | {"reports/weekly", "reports/scoreboard"},
-    "biweekly_full_eval": E1_HEURISTIC | {"reports/scoreboard"},
-    "nightly_regression": E1_HEURISTIC,
+    "eval_e2": path_of("e2", "heuristic", "tool_oracle"),
+    "eval_e3": path_of("e3", "heuristic", "tool_oracle"),
+    "demo": DEFAULTS,
+    "weekly_sweep": SWEEP | {"reports/weekly", "reports/scoreboard"},
+    "biweekly_full_eval": SWEEP | {"reports/scoreboard"},
+    "nightly_regression": SWEEP,
     "monthly_report": {"reports/monthly", "reports/scoreboard"},
     "rescore_e1": {"rescore/e1/heuristic"},
+    "rescore_e2": {"rescore/e2/heuristic", "rescore/e2/tool_oracle"},
+    "rescore_e3": {"rescore/e3/heuristic", "rescore/e3/tool_oracle"},
 }
 EXPECTED_SCHEDULES = {
     "weekly_sweep_schedule": ("weekly_sweep", "0 6 * * 1"),
@@ -86,9 +104,11 @@ def test_adding_a_model_is_a_registry_edit(tmp_path: Path, monkeypatch):
     )
     monkeypatch.setenv("SV_MODEL_REGISTRY", str(path))
     keys = {key.to_user_string() for key in build_definitions().resolve_asset_graph().get_all_asset_keys()}
-    assert keys == {"corpus/iot23", "dataset/e1", "eval/e1/heuristic", "eval/e1/my_vllm",
-                    "triage/e1/heuristic", "triage/e1/my_vllm", "rescore/e1/heuristic", "rescore/e1/my_vllm",
-                    "reports/weekly", "reports/monthly", "reports/scoreboard"}
+    assert keys == {"corpus/iot23", "dataset/e1", "dataset/e2", "dataset/e3",
+                    "reports/weekly", "reports/monthly", "reports/scoreboard"} | {
+        f"{kind}/{env}/{m}" for kind in ("eval", "triage", "rescore") for env in ("e1", "e2", "e3")
+        for m in ("heuristic", "my_vllm")
+    }
 
 
 def test_an_asset_without_provenance_is_refused():
@@ -107,7 +127,7 @@ def test_an_asset_without_provenance_is_refused():
 
 def test_every_eval_asset_has_a_blocking_regression_gate(graph):
     checks = {(key.asset_key.to_user_string(), key.name) for key in graph.resolve_asset_graph().asset_check_keys}
-    evals = {key for key in EXPECTED_DEPS if key.startswith("eval/")}
+    evals = ALL_EVALS
     assert checks == {(key, "regression_gate") for key in evals}
     job = graph.resolve_job_def("eval_e1")
     assert {k.asset_key.to_user_string() for k in job.asset_layer.asset_graph.asset_check_keys} == {"eval/e1/heuristic"}

@@ -144,3 +144,22 @@ def test_oversized_files_are_refused_without_running_the_tool(tmp_path: Path, ru
 def test_results_serialise_for_provenance():
     result = ToolResult("semgrep", "1.2", "h", (Finding("semgrep", "r", "low", 1, "m"),), None)
     assert ToolResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
+
+
+@needs_tools
+def test_threads_with_their_own_event_loops_share_a_scanner(tmp_path: Path, rules: Path):
+    """A baseline running `asyncio.run` in a worker thread while the eval's loop scans too:
+    each loop's callers are batched apart, so every caller is answered (no lost wake-ups)."""
+    import concurrent.futures
+
+    scanner = Scanner("semgrep", rules=rules, cache=ToolCache(tmp_path), batch_window_s=0.2)
+
+    def in_own_loop(i: int):
+        async def two():
+            return await asyncio.gather(*(scanner.scan(f"t{i}-{j}.yaml", PRIVILEGED + f"# {i}-{j}\n") for j in range(2)))
+
+        return asyncio.run(two())
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        results = [r for batch in pool.map(in_own_loop, range(4)) for r in batch]
+    assert len(results) == 8 and all("semgrep/k8s-privileged" in r.ids for r in results)

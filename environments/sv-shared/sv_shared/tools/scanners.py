@@ -244,8 +244,9 @@ class Scanner:
         self.executable = find_tool(self.definition.binary)
         self.ruleset_hash = ruleset_hash(self.rules)
         self.processes_run = 0
-        self._pending: list[tuple[str, str, asyncio.Future[ToolResult]]] = []
-        self._window_loop: asyncio.AbstractEventLoop | None = None
+        self._lock = threading.Lock()
+        self._pending: dict[asyncio.AbstractEventLoop, list[tuple[str, str, asyncio.Future[ToolResult]]]] = {}
+        self._windows: set[asyncio.AbstractEventLoop] = set()
         self._tasks: set[asyncio.Task[None]] = set()
         # Tool processes at once, whatever the number of waiting batches (two cores here).
         self._processes = threading.BoundedSemaphore(max_processes)
@@ -332,20 +333,28 @@ class Scanner:
         return ToolResult(self.tool, self.version, self.ruleset_hash, (), error, extra={"deterministic": False})
 
     async def scan(self, filename: str, content: str) -> ToolResult:
-        """One file's result; callers within `batch_window_s` of each other share a process."""
+        """One file's result; callers within `batch_window_s` of each other share a process.
+        Batches are per event loop (futures belong to their loop), so threads that run
+        their own loops can share one scanner."""
         if self.cache is not None and self.available:
             hit = self.cache.lookup(self.tool, self.version, self.ruleset_hash, Path(filename).suffix, content)
             if hit is not None:
                 return hit
         loop = asyncio.get_running_loop()
         future: asyncio.Future[ToolResult] = loop.create_future()
-        self._pending.append((filename, content, future))
-        if len(self._pending) >= self.max_batch:
-            batch, self._pending = self._pending, []
+        with self._lock:
+            pending = self._pending.setdefault(loop, [])
+            pending.append((filename, content, future))
+            full = len(pending) >= self.max_batch
+            if full:
+                batch = self._pending.pop(loop)
+            open_window = not full and loop not in self._windows
+            if open_window:
+                self._windows.add(loop)
+        if full:
             self._spawn(self._run_batch(batch))
-        elif self._window_loop is not loop:  # no window open in this loop: open one
-            self._window_loop = loop
-            self._spawn(self._window())
+        elif open_window:
+            self._spawn(self._window(loop))
         return await future
 
     def _spawn(self, coro) -> None:
@@ -353,10 +362,13 @@ class Scanner:
         self._tasks.add(task)  # keep a reference until it finishes
         task.add_done_callback(self._tasks.discard)
 
-    async def _window(self) -> None:
-        await asyncio.sleep(self.batch_window_s)
-        self._window_loop = None
-        batch, self._pending = self._pending, []
+    async def _window(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            await asyncio.sleep(self.batch_window_s)
+        finally:
+            with self._lock:
+                self._windows.discard(loop)
+                batch = self._pending.pop(loop, [])
         await self._run_batch(batch)
 
     async def _run_batch(self, batch: list[tuple[str, str, asyncio.Future[ToolResult]]]) -> None:

@@ -1,0 +1,249 @@
+"""Two baselines that see exactly what a model sees (the rendered prompt).
+
+`heuristic_reply` is the no-tools baseline (label "heuristic"): fixed Python checks on the
+parsed YAML/HCL, written independently of the Rego policies but answering with their ids.
+`oracle_reply` runs the tools on the file in the prompt and answers with their findings,
+plus a JSON patch for the Kubernetes findings it knows how to fix.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from sv_env_config_verification.inputs import InputError, file_kind, load_terraform, load_yaml_documents
+from sv_env_config_verification.prompts import parse_prompt
+
+BASELINE_LABEL = "heuristic"
+_SEVERITY = {
+    "k8s-privileged-container": "high", "k8s-host-network": "high", "k8s-host-pid": "high",
+    "k8s-host-ipc": "high", "k8s-host-path-volume": "high", "k8s-rbac-wildcard": "high",
+    "k8s-run-as-root": "medium", "k8s-allow-privilege-escalation": "medium",
+    "k8s-image-not-pinned": "medium", "k8s-no-resource-limits": "low",
+    "tf-s3-public-acl": "high", "tf-s3-public-access-block-disabled": "high", "tf-s3-unencrypted": "medium",
+    "tf-ebs-unencrypted": "medium", "tf-rds-unencrypted": "high", "tf-sg-open-ssh": "high",
+    "tf-sg-open-rdp": "high", "tf-iam-wildcard-action": "high",
+}
+_WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController"}
+
+
+def _pod_spec(doc: dict) -> dict | None:
+    kind, spec = doc.get("kind"), doc.get("spec") or {}
+    if not isinstance(spec, dict):
+        return None
+    if kind == "Pod":
+        return spec
+    if kind in _WORKLOADS:
+        return ((spec.get("template") or {}).get("spec")) or None
+    if kind == "CronJob":
+        return ((((spec.get("jobTemplate") or {}).get("spec") or {}).get("template") or {}).get("spec")) or None
+    return None
+
+
+def _containers(pod: dict) -> Iterator[dict]:
+    for key in ("containers", "initContainers"):
+        for c in pod.get(key) or []:
+            if isinstance(c, dict):
+                yield c
+
+
+def _k8s_rules(doc: Any) -> set[str]:
+    found: set[str] = set()
+    if not isinstance(doc, dict):
+        return found
+    if doc.get("kind") in {"Role", "ClusterRole"}:
+        for rule in doc.get("rules") or []:
+            if isinstance(rule, dict) and ("*" in (rule.get("verbs") or []) or "*" in (rule.get("resources") or [])):
+                found.add("k8s-rbac-wildcard")
+    pod = _pod_spec(doc)
+    if not isinstance(pod, dict):
+        return found
+    for key, rule in (("hostNetwork", "k8s-host-network"), ("hostPID", "k8s-host-pid"), ("hostIPC", "k8s-host-ipc")):
+        if pod.get(key) is True:
+            found.add(rule)
+    if any(isinstance(v, dict) and "hostPath" in v for v in pod.get("volumes") or []):
+        found.add("k8s-host-path-volume")
+    pod_sc = pod.get("securityContext") or {}
+    for c in _containers(pod):
+        sc = c.get("securityContext") or {}
+        if sc.get("privileged") is True:
+            found.add("k8s-privileged-container")
+        if sc.get("allowPrivilegeEscalation", pod_sc.get("allowPrivilegeEscalation")) is not False:
+            found.add("k8s-allow-privilege-escalation")
+        user = sc.get("runAsUser", pod_sc.get("runAsUser"))
+        if user == 0 or sc.get("runAsNonRoot", pod_sc.get("runAsNonRoot")) is not True:
+            found.add("k8s-run-as-root")
+        image = str(c.get("image", ""))
+        if "@" not in image and (image.endswith(":latest") or ":" not in image.rsplit("/", 1)[-1]):
+            found.add("k8s-image-not-pinned")
+        limits = (c.get("resources") or {}).get("limits") or {}
+        if "cpu" not in limits or "memory" not in limits:
+            found.add("k8s-no-resource-limits")
+    return found
+
+
+def _as_list(value: Any) -> list:
+    return value if isinstance(value, list) else [value] if isinstance(value, dict) else []
+
+
+def _tf_rules(tf: dict) -> set[str]:
+    found: set[str] = set()
+    resources = tf["resources"]
+    types = {r["type"] for r in resources}
+    for r in resources:
+        t, c = r["type"], r["config"] if isinstance(r["config"], dict) else {}
+        if t in {"aws_s3_bucket", "aws_s3_bucket_acl"} and c.get("acl") in {"public-read", "public-read-write", "authenticated-read"}:
+            found.add("tf-s3-public-acl")
+        if t == "aws_s3_bucket_public_access_block" and any(
+            c.get(k) is not True for k in ("block_public_acls", "block_public_policy", "ignore_public_acls", "restrict_public_buckets")
+        ):
+            found.add("tf-s3-public-access-block-disabled")
+        if t == "aws_s3_bucket" and "server_side_encryption_configuration" not in c \
+                and "aws_s3_bucket_server_side_encryption_configuration" not in types:
+            found.add("tf-s3-unencrypted")
+        if t == "aws_ebs_volume" and c.get("encrypted") is not True:
+            found.add("tf-ebs-unencrypted")
+        if t in {"aws_db_instance", "aws_rds_cluster"} and c.get("storage_encrypted") is not True:
+            found.add("tf-rds-unencrypted")
+        rules = _as_list(c.get("ingress")) if t == "aws_security_group" else [c] if (
+            t == "aws_security_group_rule" and c.get("type") == "ingress") else []
+        for rule in rules:
+            if "0.0.0.0/0" not in (rule.get("cidr_blocks") or []):
+                continue
+            try:
+                low, high = int(rule.get("from_port", 0)), int(rule.get("to_port", 0))
+            except (TypeError, ValueError):
+                continue
+            everything = str(rule.get("protocol")) in {"-1", "all"}
+            if everything or low <= 22 <= high:
+                found.add("tf-sg-open-ssh")
+            if everything or low <= 3389 <= high:
+                found.add("tf-sg-open-rdp")
+        if t.startswith("aws_iam_") and t.endswith("policy") and isinstance(c.get("policy"), str) and re.search(
+            r'(^|[^A-Za-z])"?Action"?\s*[=:]\s*(\[[^\]]*)?"\*"', c["policy"]
+        ):
+            found.add("tf-iam-wildcard-action")
+    for d in tf["data"]:
+        if d["type"] == "aws_iam_policy_document":
+            for s in _as_list((d["config"] or {}).get("statement")):
+                if s.get("effect", "Allow") == "Allow" and "*" in (s.get("actions") or []):
+                    found.add("tf-iam-wildcard-action")
+    return found
+
+
+def heuristic_violations(filename: str, content: str) -> list[str]:
+    """OPA-style rule ids ("opa/<rule>") the fixed checks flag; [] when the file won't parse."""
+    try:
+        if file_kind(filename) == "kubernetes":
+            rules = set().union(*(_k8s_rules(doc.value) for doc in load_yaml_documents(content)))
+        else:
+            rules = _tf_rules(load_terraform(content))
+    except InputError:
+        return []
+    return sorted(f"opa/{rule}" for rule in rules)
+
+
+def _reply(violations: list[dict[str, str]], patch: Any, confidence: float, rationale: str) -> str:
+    return json.dumps({"violations": violations, "patch": patch, "confidence": confidence, "rationale": rationale})
+
+
+def heuristic_reply(prompt: str) -> str:
+    """The no-tools baseline's completion for a rendered E2 prompt (JSON text)."""
+    parsed = parse_prompt(prompt)
+    if parsed is None:
+        return _reply([], "", 0.1, "no file found in the prompt")
+    ids = heuristic_violations(*parsed)
+    violations = [{"id": vid, "severity": _SEVERITY.get(vid.split("/", 1)[1], "medium")} for vid in ids]
+    return _reply(violations, "", 0.6, f"{BASELINE_LABEL}: fixed checks on the parsed file")
+
+
+# --- oracle ----------------------------------------------------------------------------
+
+_HARDENED_CONTAINER = {"allowPrivilegeEscalation": False, "privileged": False}
+
+
+def kubernetes_fix(content: str, rules: set[str]) -> list[dict[str, Any]]:
+    """A JSON patch fixing the findings it can (privileged, escalation, root, host
+    namespaces, limits); image tags, hostPath and RBAC need a human and are left alone."""
+    try:
+        documents = load_yaml_documents(content)
+    except InputError:
+        return []
+    multi = len(documents) > 1
+    ops: list[dict[str, Any]] = []
+    for position, doc in enumerate(documents):
+        value = doc.value
+        if not isinstance(value, dict) or _pod_spec(value) is None:
+            continue
+        kind = value.get("kind")
+        prefix = f"/{position}" if multi else ""
+        if kind == "Pod":
+            base = f"{prefix}/spec"
+        elif kind == "CronJob":
+            base = f"{prefix}/spec/jobTemplate/spec/template/spec"
+        else:
+            base = f"{prefix}/spec/template/spec"
+        pod = copy.deepcopy(_pod_spec(value))
+        for key, rule in (("hostNetwork", "k8s-host-network"), ("hostPID", "k8s-host-pid"), ("hostIPC", "k8s-host-ipc")):
+            if rule in rules and pod.get(key) is True:
+                ops.append({"op": "replace", "path": f"{base}/{key}", "value": False})
+        if "k8s-run-as-root" in rules:
+            pod_sc = dict(pod.get("securityContext") or {})
+            pod_sc.update(runAsNonRoot=True, runAsUser=10001)
+            ops.append({"op": "add", "path": f"{base}/securityContext", "value": pod_sc})
+        for key in ("containers", "initContainers"):
+            for i, c in enumerate(pod.get(key) or []):
+                if not isinstance(c, dict):
+                    continue
+                sc = dict(c.get("securityContext") or {})
+                if "k8s-privileged-container" in rules or "k8s-allow-privilege-escalation" in rules:
+                    sc.update(_HARDENED_CONTAINER)
+                if "k8s-run-as-root" in rules:
+                    sc.pop("runAsUser", None) if sc.get("runAsUser") == 0 else None
+                    sc.pop("runAsNonRoot", None)
+                if sc != (c.get("securityContext") or {}):
+                    ops.append({"op": "add", "path": f"{base}/{key}/{i}/securityContext", "value": sc})
+                limits = (c.get("resources") or {}).get("limits") or {}
+                if "k8s-no-resource-limits" in rules and ("cpu" not in limits or "memory" not in limits):
+                    resources = dict(c.get("resources") or {})
+                    resources["limits"] = {"cpu": "500m", "memory": "256Mi", **limits}
+                    ops.append({"op": "add", "path": f"{base}/{key}/{i}/resources", "value": resources})
+    return ops
+
+
+def oracle_reply(prompt: str, tools: list[str] | None = None) -> str:
+    """The tools' own answer for the file in the prompt: every finding, and a JSON patch for
+    Kubernetes findings `kubernetes_fix` can fix. Runs the tools (through the cache)."""
+    import asyncio
+
+    from sv_env_config_verification.tools import default_suite, oracle_index
+
+    parsed = parse_prompt(prompt)
+    if parsed is None:
+        return _reply([], "", 0.1, "no file found in the prompt")
+    filename, content = parsed
+    suite = default_suite(tools)
+    results = asyncio.run(suite.run_all(filename, content)) if not _loop_running() else \
+        suite.scan_many({filename: content}).get(filename, {})
+    index = oracle_index(results)
+    violations = [{"id": vid, "severity": sev} for vid, sev in sorted(index.items())]
+    patch: Any = ""
+    if file_kind(filename) == "kubernetes":
+        opa_rules = {vid.split("/", 1)[1] for vid in index if vid.startswith("opa/")}
+        patch = kubernetes_fix(content, opa_rules) or ""
+    errors = sorted(f"{t}: {r.error}" for t, r in results.items() if r.error)
+    rationale = "oracle: " + ", ".join(sorted(results)) + (f"; errors: {errors}" if errors else "")
+    return _reply(violations, patch, 0.9 if not errors else 0.5, rationale)
+
+
+def _loop_running() -> bool:
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True

@@ -1,0 +1,167 @@
+"""Apply a model's fix to the task's file: a unified diff or an RFC 6902 JSON patch.
+
+A patch is untrusted model output. A unified diff may only touch the task's own file (no
+other names, no absolute paths, no `..`), and every hunk's context must match the file;
+a JSON patch applies to the parsed YAML (one document: paths start at the document; several
+documents: paths start with the document index, e.g. `/1/spec/replicas`) and the result is
+re-serialised. Anything else raises `PatchError` with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import Any
+
+from sv_env_config_verification.inputs import InputError, check_text, file_kind, load_yaml_documents
+
+MAX_PATCH_CHARS = 200_000
+
+
+class PatchError(ValueError):
+    """The patch is malformed, targets another file, or does not apply."""
+
+
+def is_empty_patch(patch: Any) -> bool:
+    if patch is None:
+        return True
+    if isinstance(patch, str):
+        return not patch.strip()
+    if isinstance(patch, (list, dict)):
+        return len(patch) == 0
+    return False
+
+
+def apply_patch(filename: str, content: str, patch: str | list | dict) -> str:
+    """The patched file text. `patch` is a unified diff, or a JSON patch (a list of
+    operations, or its JSON text)."""
+    if is_empty_patch(patch):
+        raise PatchError("empty patch")
+    if isinstance(patch, str) and len(patch) > MAX_PATCH_CHARS:
+        raise PatchError(f"patch too large ({len(patch)} characters > {MAX_PATCH_CHARS})")
+    operations = _json_patch_operations(patch)
+    if operations is not None:
+        patched = _apply_json_patch(filename, content, operations)
+    elif isinstance(patch, str):
+        patched = _apply_unified_diff(filename, content, patch)
+    else:
+        raise PatchError(f"patch must be a unified diff or a JSON patch list, got {type(patch).__name__}")
+    try:
+        return check_text(patched)
+    except InputError as exc:
+        raise PatchError(f"patched file rejected: {exc}") from exc
+
+
+def _json_patch_operations(patch: Any) -> list | None:
+    if isinstance(patch, dict):
+        patch = [patch]
+    if isinstance(patch, list):
+        return patch
+    text = patch.strip()
+    if not text.startswith("["):
+        return None
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise PatchError(f"patch looks like JSON but does not parse: {exc}") from exc
+    if not isinstance(value, list):
+        raise PatchError("JSON patch must be a list of operations")
+    return value
+
+
+def _apply_json_patch(filename: str, content: str, operations: list) -> str:
+    import jsonpatch
+    import yaml
+
+    if file_kind(filename) != "kubernetes":
+        raise PatchError("JSON patches apply to YAML files only; send a unified diff for Terraform")
+    if not all(isinstance(op, dict) for op in operations):
+        raise PatchError("every JSON patch operation must be an object")
+    try:
+        documents = [doc.value for doc in load_yaml_documents(content)]
+    except InputError as exc:
+        raise PatchError(f"original file does not parse: {exc}") from exc
+    target: Any = documents[0] if len(documents) == 1 else documents
+    try:
+        patched = jsonpatch.JsonPatch(operations).apply(target)
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError, ValueError) as exc:
+        raise PatchError(f"JSON patch does not apply: {exc}") from exc
+    if len(documents) == 1:
+        return yaml.safe_dump(patched, sort_keys=False)
+    if not isinstance(patched, list):
+        raise PatchError("JSON patch on a multi-document file must keep the list of documents")
+    return yaml.safe_dump_all(patched, sort_keys=False)
+
+
+def _clean_path(path: str | None) -> str | None:
+    if path is None:
+        return None
+    path = path.strip().split("\t")[0]
+    if path == "/dev/null":
+        return path
+    if path.startswith(("a/", "b/")):
+        path = path[2:]
+    return path
+
+
+def _check_target(filename: str, path: str | None) -> None:
+    if path is None or path == "/dev/null":
+        raise PatchError("diff creates or deletes a file; only edits to the task's file are allowed")
+    if path.startswith("/") or ".." in path.split("/") or "\\" in path:
+        raise PatchError(f"diff path {path!r} escapes the task's file")
+    if posixpath.basename(path) != filename:
+        raise PatchError(f"diff touches {path!r}; only {filename!r} may be patched")
+
+
+def _apply_unified_diff(filename: str, content: str, diff: str) -> str:
+    from unidiff import PatchSet
+    from unidiff.errors import UnidiffParseError
+
+    text = diff.strip("\n") + "\n"
+    if text.lstrip().startswith("@@"):  # hunks without file headers: they mean the task's file
+        text = f"--- a/{filename}\n+++ b/{filename}\n{text.lstrip()}"
+    try:
+        patch_set = PatchSet(text)
+    except (UnidiffParseError, ValueError, IndexError) as exc:
+        raise PatchError(f"not a valid unified diff: {exc}") from exc
+    if len(patch_set) == 0:
+        raise PatchError("not a valid unified diff: no '--- / +++ / @@' hunks found")
+    if len(patch_set) != 1:
+        raise PatchError(f"diff must touch exactly one file ({filename}); it touches {len(patch_set)}")
+    patched_file = patch_set[0]
+    for path in (patched_file.source_file, patched_file.target_file):
+        _check_target(filename, _clean_path(path))
+    lines = content.splitlines(keepends=True)
+    offset = 0
+    for number, hunk in enumerate(patched_file, start=1):
+        source = [line.value for line in hunk if line.is_context or line.is_removed]
+        target = [line.value for line in hunk if line.is_context or line.is_added]
+        start = _locate(lines, source, max(hunk.source_start - 1 + offset, 0))
+        if start is None:
+            raise PatchError(f"hunk {number} (@@ -{hunk.source_start}) does not match the file")
+        lines[start : start + len(source)] = target
+        offset += len(target) - len(source)
+    return "".join(lines)
+
+
+def _norm(line: str) -> str:
+    return line.rstrip("\r\n")
+
+
+def _locate(lines: list[str], block: list[str], expected: int) -> int | None:
+    """Where `block` sits in `lines`: at `expected`, else the nearest unique match
+    (models often get hunk line numbers wrong but the context right)."""
+    want = [_norm(line) for line in block]
+    size = len(want)
+    if size == 0:
+        return min(expected, len(lines))
+
+    def matches(at: int) -> bool:
+        return at + size <= len(lines) and all(_norm(lines[at + i]) == want[i] for i in range(size))
+
+    if matches(expected):
+        return expected
+    found = [at for at in range(len(lines) - size + 1) if matches(at)]
+    if not found:
+        return None
+    return min(found, key=lambda at: abs(at - expected))

@@ -1,0 +1,98 @@
+"""E2 and E3 through Dagster: bundled datasets, evals of the rule baseline and the oracle,
+tool-versioned provenance in the instance, tool calls in the oracle's conversation, and
+`dagster job execute -j eval_e2 / eval_e3` exactly as written."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from sv_dagster.core.runner import read_results
+from sv_dagster.definitions import build_definitions
+from tests.conftest import REPO_ROOT
+from tests.integration.test_e1_pipeline import latest, materialize
+
+E2_PATH = ["dataset/e2", "eval/e2/heuristic", "eval/e2/tool_oracle"]
+E3_PATH = ["dataset/e3", "eval/e3/heuristic", "eval/e3/tool_oracle"]
+
+
+@pytest.fixture
+def instance(isolated: Path) -> dg.DagsterInstance:
+    return dg.DagsterInstance.get()
+
+
+def test_e2_evals_record_tools_their_versions_and_the_oracles_tool_calls(isolated: Path, instance):
+    result = materialize(build_definitions(), E2_PATH, instance)
+    assert result.success
+    dataset = latest(instance, "dataset/e2").asset_materialization.metadata
+    assert dataset["sample"].value is True and dataset["n_examples"].value >= 24
+
+    # Provenance as the instance stores it (the event log), not just the files.
+    oracle = latest(instance, "eval/e2/tool_oracle").asset_materialization.metadata
+    tools = oracle["tools"].value
+    assert set(tools) == {"opa", "semgrep", "checkov", "kubelinter"}
+    for name in ("opa", "semgrep", "checkov"):
+        assert tools[name]["available"] is True and tools[name]["ruleset_hash"], name
+    assert tools["semgrep"]["version"][0].isdigit() and tools["checkov"]["version"][0].isdigit()
+    assert tools["kubelinter"]["available"] is (shutil.which("kube-linter") is not None)
+    run_dir = Path(oracle["artifact_path"].value)
+    assert json.loads((run_dir / "metadata.json").read_text())["tools"] == tools
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["sample"] is True and summary["n_errors"] == 0
+    assert summary["finding_f1"] == 1.0 and summary["grounding"] == 1.0  # it consulted the tools
+    assert summary["tool_cache"]["hits"] + summary["tool_cache"]["misses"] > 0
+    rows = read_results(run_dir / "results.jsonl")
+    called = {call["name"] for row in rows for call in row["tool_calls"]}
+    assert {"run_opa", "run_semgrep", "run_checkov"} <= called
+    assert all(row["details"]["detection"]["f1"] == 1.0 for row in rows)
+
+    heuristic_dir = Path(latest(instance, "eval/e2/heuristic").asset_materialization.metadata["artifact_path"].value)
+    heuristic = json.loads((heuristic_dir / "summary.json").read_text())
+    assert heuristic["finding_f1"] < summary["finding_f1"]  # no tools, fewer of the oracle's findings
+
+
+def test_e3_evals_record_scanners_sandbox_and_test_outcomes(isolated: Path, instance):
+    result = materialize(build_definitions(), E3_PATH, instance)
+    assert result.success
+    event = latest(instance, "eval/e3/tool_oracle").asset_materialization.metadata
+    run_dir = Path(event["artifact_path"].value)
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert event["tools"].value == metadata["tools"]
+    assert metadata["tools"]["bandit"]["version"][0].isdigit()
+    assert metadata["tools"]["semgrep"]["available"] is True and metadata["tools"]["semgrep"]["ruleset_hash"]
+    assert metadata["tools"]["sandbox"]["mode"] in {"bwrap", "unshare", "rlimits"}
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["fix_rate"] == 1.0 and summary["test_pass_rate"] == 1.0 and summary["n_errors"] == 0
+    rows = read_results(run_dir / "results.jsonl")
+    for row in rows:
+        assert row["details"]["tests"]["status"] == "ok" and row["details"]["patch"]["applied"] is True
+        assert row["details"]["sandbox"]["mode"] == metadata["tools"]["sandbox"]["mode"]
+    heuristic_dir = Path(latest(instance, "eval/e3/heuristic").asset_materialization.metadata["artifact_path"].value)
+    heuristic = json.loads((heuristic_dir / "summary.json").read_text())
+    assert 0.0 < heuristic["fix_rate"] < 1.0  # the regex fixer repairs some tasks, not all
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("env", ["e2", "e3"])
+def test_dagster_job_execute_as_written(isolated: Path, env: str):
+    environ = {**os.environ}
+    environ.pop("DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME", None)  # the venv's .pth sets it again
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "dagster"), "job", "execute", "-j", f"eval_{env}"],
+        cwd=REPO_ROOT, env=environ, capture_output=True, text=True, timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    evals = isolated / "outputs" / "evals"
+    folders = sorted(p.name for p in evals.iterdir())
+    assert len(folders) == 2 and all(name.endswith(("--heuristic", "--tool-oracle")) for name in folders)
+    for folder in evals.iterdir():
+        (run_dir,) = folder.iterdir()
+        assert json.loads((run_dir / "metadata.json").read_text())["tools"]

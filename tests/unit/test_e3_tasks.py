@@ -1,0 +1,68 @@
+"""E3 bundled tasks: each vulnerable module passes its functional tests and FAILS its
+security tests; with the reference fix.diff applied, both pass (in the sandbox)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+
+from sv_env_code_vulnerability.config import load_reward_settings
+from sv_env_code_vulnerability.patching import apply_diff
+from sv_env_code_vulnerability.scanning import bandit_scan
+from sv_env_code_vulnerability.tasks import bundled_tasks, load_tasks, render_prompt, task_to_row
+from sv_env_code_vulnerability.verify import count_tests, run_tests
+
+CWES = {"CWE-89", "CWE-78", "CWE-22", "CWE-502", "CWE-330", "CWE-798", "CWE-327", "CWE-95", "CWE-377"}
+
+
+def test_bundled_tasks_cover_the_cwes_and_are_marked_samples():
+    tasks = bundled_tasks()
+    assert len(tasks) >= 12
+    assert CWES <= {t.cwe for t in tasks}
+    assert len({t.id for t in tasks}) == len(tasks)
+    for task in tasks:
+        assert task.meta["sample"] is True
+        assert count_tests(task.functional_tests) >= 1 and count_tests(task.security_tests) >= 1
+        prompt = render_prompt(task)
+        assert task.module in prompt and task.source in prompt and task.cwe in prompt
+        assert "test_security" not in prompt  # the hidden tests are never shown
+
+
+def test_every_task_vulnerable_fails_security_and_fix_passes_everything():
+    settings = load_reward_settings()
+    tasks = bundled_tasks()
+
+    def both(task):
+        fixed = apply_diff(task.files, task.fix_diff)
+        return run_tests(task, task.files, settings), run_tests(task, fixed, settings)
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:
+        outcomes = list(pool.map(both, tasks))
+    for task, (before, after) in zip(tasks, outcomes):
+        assert before.status == "ok", (task.id, before.run.output_tail)
+        assert before.functional_passed == before.functional_total, (task.id, "functional on original")
+        assert before.security_passed < before.security_total, (task.id, "security must fail on original")
+        assert after.status == "ok", (task.id, after.run.output_tail)
+        assert after.functional_passed == after.functional_total, (task.id, after.run.output_tail)
+        assert after.security_passed == after.security_total, (task.id, after.run.output_tail)
+
+
+def test_expected_bandit_findings_are_on_the_original():
+    for task in bundled_tasks():
+        found = bandit_scan(task.module, task.source).counts
+        for finding_id in task.meta["expected_findings"]:
+            assert found[finding_id] >= 1, (task.id, finding_id)
+
+
+def test_jsonl_dataset_roundtrip_and_errors(tmp_path):
+    path = tmp_path / "tasks.jsonl"
+    path.write_text("".join(json.dumps(task_to_row(t)) + "\n" for t in bundled_tasks()[:2]))
+    assert [t.id for t in load_tasks(path)] == [t.id for t in bundled_tasks()[:2]]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": "x"}\nnot json\n' + json.dumps({**task_to_row(bundled_tasks()[0]), "module": "../x.py"}) + "\n")
+    import pytest
+    from sv_shared.jsonl import DatasetError
+
+    with pytest.raises(DatasetError) as info:
+        load_tasks(bad)
+    assert "bad.jsonl:1" in str(info.value) and "bad.jsonl:2" in str(info.value) and "bad.jsonl:3" in str(info.value)
