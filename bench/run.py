@@ -4,6 +4,10 @@ bench/results/<date>-<name>.json with the command that produced them and the mac
 
 Targets (checked here, never in timed tests): definitions load < 3 s; E1 path (heuristic,
 sample data) < 30 s in-process; runner >= 50 examples/s at concurrency 16 on loopback.
+Scoring (bench/scoring.py, issue 3): E2 >= 100,000 rollouts/hour warm and >= 5,000 cold,
+E3 >= 3,000, each beside the naive one-process-per-rollout figure from the same run.
+
+    python bench/run.py [--only foundation|scoring]
 """
 
 from __future__ import annotations
@@ -30,6 +34,11 @@ TARGETS = {
     # Issue 7: loopback server adding 100 ms per call, on this 2-core machine.
     "scale_rollouts_per_hour": 500_000.0,
     "scale_peak_rss_mib": 1024.0,
+}
+SCORING_TARGETS = {
+    "e2_warm_rollouts_per_hour": 100_000.0,
+    "e2_cold_rollouts_per_hour": 5_000.0,
+    "e3_rollouts_per_hour": 3_000.0,
 }
 
 SCALE_CHILD = """
@@ -154,30 +163,71 @@ def bench_scale(n: int, concurrency: int = 64, delay_s: float = 0.1, vf_eval_n: 
     return results
 
 
+def _scoring(mode: str, data: Path, cache: Path, *extra: str) -> dict:
+    env = {**os.environ, "SV_TOOL_CACHE": str(cache)}
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "scoring.py"), mode, "--data", str(data), *extra],
+                         cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bench_scoring(e2_files: int = 124, e3_rollouts: int = 104) -> dict:
+    """E2 cold/warm/naive and E3 pooled/naive scoring throughput (see bench/scoring.py)."""
+    with tempfile.TemporaryDirectory(prefix="sv-bench-scoring-") as tmp:
+        data = Path(tmp)
+        _scoring("e2-prepare", data, data / "prep-cache", "--n", str(e2_files))
+        cold = _scoring("e2-cold", data, data / "cache")
+        warm = _scoring("e2-warm", data, data / "cache")  # a new process: memos empty, disk cache full
+        naive = _scoring("e2-naive", data, data / "naive-cache", "--n", "4")
+        e3 = _scoring("e3", data, data / "e3-cache", "--n", str(e3_rollouts))
+        e3_naive = _scoring("e3-naive", data, data / "e3-naive-cache", "--n", "13")
+    return {
+        "e2_cold_rollouts_per_hour": cold["rollouts_per_hour"],
+        "e2_cold_rollouts": cold["rollouts"],
+        "e2_cold_tool_cache_hit_rate": cold["tool_cache"].get("hit_rate"),
+        "e2_warm_rollouts_per_hour": warm["rollouts_per_hour"],
+        "e2_warm_rollouts": warm["rollouts"],
+        "e2_warm_tool_cache_hit_rate": warm["tool_cache"].get("hit_rate"),
+        "e2_naive_rollouts_per_hour": naive["rollouts_per_hour"],
+        "e2_naive_tool_processes": naive["tool_processes"],
+        "e3_rollouts_per_hour": e3["rollouts_per_hour"],
+        "e3_rollouts": e3["rollouts"],
+        "e3_naive_rollouts_per_hour": e3_naive["rollouts_per_hour"],
+        "e2_cold_vs_naive": cold["rollouts_per_hour"] / naive["rollouts_per_hour"],
+        "e3_vs_naive": e3["rollouts_per_hour"] / e3_naive["rollouts_per_hour"],
+    }
+
+
 def main() -> int:
     import argparse
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale-n", type=int, default=100_000, help="examples in the scale run")
+    parser.add_argument("--only", choices=["all", "foundation", "scoring"], default="all")
     args = parser.parse_args()
     results: dict = {}
-    results.update(bench_definitions_load())
-    results.update(bench_e1_path())
-    results.update(bench_runner())
-    results.update(bench_scale(args.scale_n))
+    targets: dict = {}
+    if args.only in ("all", "foundation"):
+        results.update(bench_definitions_load())
+        results.update(bench_e1_path())
+        results.update(bench_runner())
+        results.update(bench_scale(args.scale_n))
+        targets.update(TARGETS)
+    if args.only in ("all", "scoring"):
+        results.update(bench_scoring())
+        targets.update(SCORING_TARGETS)
     verdicts = {
         name: (results[name] >= target if "_per_" in name else results[name] <= target)  # rates: higher is better
-        for name, target in TARGETS.items()
+        for name, target in targets.items()
     }
     record = {
         "command": "make bench  (python bench/run.py" + "".join(f" {a}" for a in sys.argv[1:]) + ")",
         "date": datetime.now(UTC).isoformat(),
         "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
         "results": results,
-        "targets": TARGETS,
+        "targets": targets,
         "met": verdicts,
     }
-    out = ROOT / "bench" / "results" / f"{datetime.now(UTC):%Y-%m-%d}-foundation.json"
+    out = ROOT / "bench" / "results" / f"{datetime.now(UTC):%Y-%m-%d}-{args.only}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n")
     for name, value in results.items():

@@ -176,17 +176,18 @@ def monthly_report(month: str, records: Sequence[EvalRecord], out_dir: Path) -> 
 
     for env, env_records in by_env.items():
         latest = {row["model"]: row for row in scoreboard(env_records)}
-        fig, ax = plt.subplots(figsize=(5, 5))
-        ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
-        for model, row in latest.items():
-            points = reliability_points(Path(row["eval_dir"]))
-            if points:
-                ax.plot([p[0] for p in points], [p[1] for p in points], "o-", label=model)
-        ax.set(xlabel="confidence", ylabel="accuracy", title=f"Reliability: {env}", xlim=(0, 1), ylim=(0, 1))
-        ax.legend(fontsize=7)
-        files[f"reliability_{env}"] = out_dir / f"reliability-{env}.png"
-        fig.savefig(files[f"reliability_{env}"], dpi=90, bbox_inches="tight")
-        plt.close(fig)
+        curves = {model: reliability_points(Path(row["eval_dir"])) for model, row in latest.items()}
+        if any(curves.values()):  # labelling environments (E1, E4); E2/E3 answers carry no label
+            fig, ax = plt.subplots(figsize=(5, 5))
+            ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
+            for model, points in curves.items():
+                if points:
+                    ax.plot([p[0] for p in points], [p[1] for p in points], "o-", label=model)
+            ax.set(xlabel="confidence", ylabel="accuracy", title=f"Reliability: {env}", xlim=(0, 1), ylim=(0, 1))
+            ax.legend(fontsize=7)
+            files[f"reliability_{env}"] = out_dir / f"reliability-{env}.png"
+            fig.savefig(files[f"reliability_{env}"], dpi=90, bbox_inches="tight")
+            plt.close(fig)
 
         fig, ax = plt.subplots(figsize=(7, 4))
         for model in sorted({r.model for r in env_records}):

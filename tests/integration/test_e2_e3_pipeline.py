@@ -96,3 +96,35 @@ def test_dagster_job_execute_as_written(isolated: Path, env: str):
     for folder in evals.iterdir():
         (run_dir,) = folder.iterdir()
         assert json.loads((run_dir / "metadata.json").read_text())["tools"]
+
+
+def test_unscannable_configs_are_recorded_unscored_and_the_run_goes_on(isolated: Path):
+    """Binary garbage, a YAML alias bomb and invalid HCL beside a normal file: each bad one is
+    an unscored example naming the file and the reason (never "clean"); the good one scores."""
+    from sv_dagster.core.backends import make_backend
+    from sv_dagster.core.envs import ENVS
+    from sv_dagster.core.evaluation import evaluate
+    from sv_dagster.core.registry import ModelSpec
+
+    levels = ["a: &a [x, x, x, x, x, x, x, x, x, x]"] + [
+        f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 10) + "]" for i in range(8)
+    ]
+    bad = {
+        "garbage.tf": "\x00\x01\x02 not terraform {{{",
+        "bomb.yaml": "\n".join(levels) + "\n",
+        "broken.tf": 'resource "aws_s3_bucket" "b" {\n  bucket = \n',
+    }
+    good = (REPO_ROOT / "environments/sv-env-config-verification/sv_env_config_verification/corpus/kubernetes/privileged-pod.yaml").read_text()
+    dataset = isolated / "configs.jsonl"
+    with dataset.open("w") as out:
+        for name, content in {**bad, "pod.yaml": good}.items():
+            out.write(json.dumps({"id": name, "filename": name, "content": content}) + "\n")
+    spec = ModelSpec(name="heuristic", backend="heuristic", model="rules-v1")
+    run = evaluate(ENVS["e2"], spec, make_backend(spec, "sv-env-config-verification"), dataset_path=dataset,
+                   outputs_root=isolated / "outputs", run_id="bad-input")
+    rows = {row["example_id"]: row for row in read_results(run.results_path)}
+    for name in bad:
+        assert rows[name]["error_kind"] == "scoring" and rows[name]["reward"] is None, name
+        assert name in rows[name]["error"] and "no tool could scan" in rows[name]["error"]
+    assert rows["pod.yaml"]["error"] is None and rows["pod.yaml"]["reward"] > 0
+    assert run.summary["n_scoring_errors"] == 3 and run.summary["n_examples"] == 4

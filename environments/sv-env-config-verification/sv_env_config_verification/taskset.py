@@ -21,6 +21,7 @@ from verifiers.v1.types import content_text
 from sv_env_config_verification.answer import ConfigAnswer, parse_completion
 from sv_env_config_verification.config import RewardSettings, load_reward_settings
 from sv_env_config_verification.dataset import ConfigExample, bundled_examples, read_examples
+from sv_env_config_verification.inputs import InputError
 from sv_env_config_verification.patching import PatchError, apply_patch, is_empty_patch
 from sv_env_config_verification.prompts import SYSTEM_PROMPT, render_prompt
 from sv_env_config_verification.scoring import (
@@ -197,6 +198,11 @@ class ConfigVerificationTask(vf.Task[ConfigVerificationData, vf.State, ConfigVer
         settings = self.settings
         answer = parse_completion(reply)
         results = await self.oracle_results()
+        if not results or all(r.error for r in results.values()):
+            # No tool could judge the file (binary, bomb, unparsable): the example is unscored,
+            # never "clean" by default.
+            problems = "; ".join(sorted({str(r.error) for r in results.values()})) or "no tool applies"
+            raise InputError(f"{self.data.id} ({self.data.filename}): no tool could scan the file: {problems}")
         oracle = oracle_index(results)
         predicted = {v.id: v.severity for v in answer.violations}
         detection = detection_score(predicted, oracle, settings.severity_weights)

@@ -48,13 +48,35 @@ def find_tool(binary: str) -> str | None:
 
 @functools.lru_cache(maxsize=None)
 def _tool_version(path: str, args: tuple[str, ...]) -> str:
+    """The tool's version, asked once per installed binary: Checkov takes seconds to print
+    it, so answers are kept on disk keyed by the binary's path, size and mtime (a reinstall
+    rewrites the script, so a new version is asked again)."""
+    stat = os.stat(path)
+    key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}|{' '.join(args)}"
+    memo_path = Path(os.environ.get("SV_TOOL_CACHE") or Path.home() / ".cache" / "sv-dagster" / "tools") / "versions.json"
+    try:
+        memo = json.loads(memo_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        memo = {}
+    if key in memo:
+        return memo[key]
     try:
         out = subprocess.run([path, *args], capture_output=True, text=True, timeout=60, env=_tool_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"unknown ({type(exc).__name__})"
+        return f"unknown ({type(exc).__name__})"  # not remembered: ask again next time
     text = (out.stdout or out.stderr).strip()
     match = re.search(r"\d+\.\d+(?:\.\d+)?", text.splitlines()[0] if text else "")
-    return match.group(0) if match else (text[:40] or "unknown")
+    version = match.group(0) if match else (text[:40] or "unknown")
+    memo[key] = version
+    try:
+        memo_path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=memo_path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(memo, handle)
+        os.replace(tmp, memo_path)
+    except OSError:
+        pass  # a read-only cache folder only costs the next process the same question
+    return version
 
 
 def _tool_env() -> dict[str, str]:
