@@ -73,29 +73,46 @@ def scoreboard(records: Sequence[EvalRecord]) -> list[dict[str, Any]]:
             "sample": r.summary.get("sample"),
             "eval_dir": str(r.run_dir),
             "data_version": r.data_version,
+            # The environment's own headline metrics (E2 finding F1, E3 fix rate, ...) with CIs.
+            "metrics": {key: r.summary.get(key) for _, key in headline_columns(r.env)},
+            "metrics_ci95": {key: (r.summary.get("ci95") or {}).get(key) for _, key in headline_columns(r.env)},
         }
         for r in latest.values()
     ]
     return sorted(rows, key=lambda row: -(row["mean_reward"] if row["mean_reward"] is not None else float("-inf")))
 
 
+def headline_columns(env: str) -> list[tuple[str, str]]:
+    """(title, summary key) of an environment's headline metrics, mean reward and errors aside."""
+    from sv_dagster.core.envs import ENVS
+
+    spec = ENVS.get(env)
+    columns = spec.columns if spec is not None else (("accuracy", "accuracy"),)
+    return [(title, key) for title, key in columns if key not in ("mean_reward", "n_errors")]
+
+
 def scoreboard_markdown(env: str, rows: list[dict[str, Any]], base: Path) -> str:
+    columns = headline_columns(env)
     lines = [
         f"# Scoreboard: {env}",
         "",
-        "| # | model | mean reward [95% CI] | accuracy [95% CI] | ECE | cost-wtd acc | n | errors | eval |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| # | model | mean reward [95% CI] | " + " | ".join(f"{title} [95% CI]" for title, _ in columns)
+        + " | n | errors | eval |",
+        "|---" * (len(columns) + 6) + "|",
     ]
     for rank, row in enumerate(rows, start=1):
-        ci_r, ci_a = row["mean_reward_ci95"], row["accuracy_ci95"]
+        cells = [_with_ci(row["mean_reward"], row["mean_reward_ci95"])]
+        cells += [_with_ci(row["metrics"].get(key), row["metrics_ci95"].get(key)) for _, key in columns]
         lines.append(
-            f"| {rank} | {row['model']}{' (sample)' if row['sample'] else ''} | {_fmt(row['mean_reward'])}"
-            f" {f'[{ci_r[0]:.3f}, {ci_r[1]:.3f}]' if ci_r else ''} | {_fmt(row['accuracy'])}"
-            f" {f'[{ci_a[0]:.3f}, {ci_a[1]:.3f}]' if ci_a else ''} | {_fmt(row['ece'])} |"
-            f" {_fmt(row['cost_weighted_accuracy'])} | {row['n_examples']} | {row['n_errors']} |"
+            f"| {rank} | {row['model']}{' (sample)' if row['sample'] else ''} | " + " | ".join(cells)
+            + f" | {row['n_examples']} | {row['n_errors']} |"
             f" [summary]({os.path.relpath(Path(row['eval_dir']) / 'summary.json', base)}) |"
         )
     return "\n".join(lines) + "\n"
+
+
+def _with_ci(value: Any, ci: list[float] | None) -> str:
+    return f"{_fmt(value)} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else _fmt(value)
 
 
 def weekly_markdown(
@@ -219,7 +236,9 @@ def monthly_report(month: str, records: Sequence[EvalRecord], out_dir: Path) -> 
     md += [f"{len(records)} eval materializations this month.", ""]
     for env in sorted(by_env):
         md += [scoreboard_markdown(env, scoreboard(by_env[env]), out_dir)]
-        md += [f"![reliability]({files[f'reliability_{env}'].name})", f"![trend]({files[f'trend_{env}'].name})", ""]
+        if f"reliability_{env}" in files:
+            md.append(f"![reliability]({files[f'reliability_{env}'].name})")
+        md += [f"![trend]({files[f'trend_{env}'].name})", ""]
     md += ["## Cost", "", f"![cost]({files['cost'].name})", ""]
     md += [f"- {model}: ${cost:.4f}" for model, cost in sorted(costs.items())]
     md += ["", "Attacker success curves appear once E5 evals exist.", ""]

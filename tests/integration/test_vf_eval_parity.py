@@ -86,3 +86,53 @@ def test_vf_eval_and_pipeline_agree_on_every_reward(tmp_path: Path):
         assert row["reward_weights"] == pytest.approx(vf_row["weights"]), key
         assert row["reward"] == pytest.approx(vf_row["reward"]), key
     assert next(iter(theirs.values()))["weights"]["accuracy"] == 1.5  # the custom TOML reached vf-eval
+
+
+def _baseline_reply(package: str):
+    """The environment's heuristic or oracle answer, or a malformed one, chosen by the prompt."""
+    import importlib
+
+    module = importlib.import_module(package)
+
+    def reply(request: dict) -> str:
+        prompt = request["messages"][-1]["content"]
+        pick = int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % 3
+        return [module.heuristic_reply, module.oracle_reply, lambda p: "no JSON here"][pick](prompt)
+
+    return reply
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("short", ["e2", "e3"])
+def test_vf_eval_and_pipeline_agree_on_e2_and_e3(tmp_path: Path, short: str):
+    """Same check for the verifier-scored environments (single turn: the loopback model calls
+    no tools, and vf-eval serves none by default). Tools, tests and scanners run on both sides."""
+    spec = ENVS[short]
+    n = 6
+    with LoopbackOpenAIServer(_baseline_reply(spec.module)) as server:
+        env = {**os.environ, "LOOPBACK_KEY": "not-a-real-key", "PATH": f"{BIN}:{os.environ['PATH']}"}
+        proc = subprocess.run(
+            [
+                str(BIN / "vf-eval"), spec.env_id, "--no-push",
+                "--env.agent.harness.id", "null", "--env.agent.runtime.type", "subprocess",
+                "--client.base-url", server.base_url, "--client.api-key-var", "LOOPBACK_KEY",
+                "-m", "loopback-model", "-s", "true", "--select.seed", "7", "-n", str(n), "-c", "3",
+                "-o", str(tmp_path / "vf"), "--run.dir", "parity",
+            ],
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
+        )
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        traces = read_vf_eval_traces(tmp_path / "vf" / "parity")
+        assert all(t["ok"] and not t["errors"] for t in traces), [t["errors"] for t in traces]
+        theirs = {t["key"]: t for t in traces}
+        model = ModelSpec(name="loopback", backend="openai", model="loopback-model", base_url=server.base_url)
+        run = evaluate(spec, model, OpenAICompatibleBackend(model), dataset_path=None,
+                       outputs_root=tmp_path / "ours", run_id="parity", limit=n, seed=7)
+    ours = {row["example_id"]: row for row in read_results(run.results_path)}
+    assert len(theirs) == n and set(theirs) == set(ours)
+    assert len({row["completion"] for row in ours.values()}) >= 2
+    for key, vf_row in theirs.items():
+        row = ours[key]
+        assert row["completion"] == vf_row["completion"], key
+        assert row["rewards"] == pytest.approx(vf_row["rewards"]), key
+        assert row["reward"] == pytest.approx(vf_row["reward"]), key
