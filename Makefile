@@ -45,7 +45,8 @@ $(STAMP): requirements.lock pyproject.toml environments/*/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	@# Environment defaults (DAGSTER_HOME, the CLI's code location) for every process in the venv.
-	echo "import sv_dagster._env_defaults" > "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/sv_dagster_env.pth"
+	@# (Quietly skipped where the source tree is hidden, e.g. inside E3's sandbox.)
+	echo "import sys; exec('try:\\n import sv_dagster._env_defaults\\nexcept ImportError:\\n pass')" > "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/sv_dagster_env.pth"
 	mkdir -p $(DAGSTER_HOME) && cp -n configs/dagster.yaml $(DAGSTER_HOME)/dagster.yaml || true
 	touch $(STAMP)
 
