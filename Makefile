@@ -45,8 +45,7 @@ $(STAMP): requirements.lock pyproject.toml environments/*/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.lock
 	@# Environment defaults (DAGSTER_HOME, the CLI's code location) for every process in the venv.
-	@# (Quietly skipped where the source tree is hidden, e.g. inside E3's sandbox.)
-	echo "import sys; exec('try:\\n import sv_dagster._env_defaults\\nexcept ImportError:\\n pass')" > "$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')/sv_dagster_env.pth"
+	$(BIN)/python scripts/write_env_pth.py
 	mkdir -p $(DAGSTER_HOME) && cp -n configs/dagster.yaml $(DAGSTER_HOME)/dagster.yaml || true
 	touch $(STAMP)
 

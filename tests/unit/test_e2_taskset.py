@@ -176,8 +176,8 @@ def test_mcp_toolset_only_when_asked():
 
 def test_full_tool_union():
     suite = ToolSuite(cache=None, tools=["opa", "semgrep", "checkov"])
-    if not (suite.is_available("semgrep") and suite.is_available("checkov")):
-        pytest.skip("semgrep/checkov not installed (make setup installs them in .venv-tools)")
+    # `make setup` installs them in .venv-tools: missing tools fail here rather than skip unnoticed.
+    assert suite.is_available("semgrep") and suite.is_available("checkov"), "run `make setup` (.venv-tools)"
     from sv_env_config_verification import bundled_examples
     from sv_env_config_verification.tools import oracle_index
 

@@ -4,6 +4,7 @@ the real CLIs from the project's tool environment (.venv-tools, installed by `ma
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from pathlib import Path
 
@@ -28,9 +29,16 @@ PRIVILEGED = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  container
 CLEAN = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n"
 SHELL = "import subprocess\n\ndef run(cmd):\n    return subprocess.run(cmd, shell=True)\n"
 
-needs_tools = pytest.mark.skipif(
-    find_tool("semgrep") is None, reason="the tool environment is missing: run `make setup` (it installs .venv-tools)"
-)
+def needs_tools(test):
+    """The real CLIs must be there (`make setup` installs .venv-tools): a missing tool
+    environment fails these tests instead of skipping them unnoticed."""
+
+    @functools.wraps(test)
+    def run(*args, **kwargs):
+        assert find_tool("semgrep") is not None, "the tool environment is missing: run `make setup` (.venv-tools)"
+        return test(*args, **kwargs)
+
+    return run
 
 
 @pytest.fixture
