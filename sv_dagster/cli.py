@@ -7,6 +7,9 @@
     sv-dagster baseline record EVAL_DIR
                                       make an eval folder its (env, model)'s regression baseline
     sv-dagster check                  regression gate over the latest evals; exit 1 on a regression
+    sv-dagster lineage ASSET_KEY [--partition P] [--json]
+                                      the chain from an asset's latest materialization to its
+                                      roots: data version, content hash, code version, git commit
     sv-dagster rescore EVAL_DIR [--reward-config TOML]
                                       score an eval folder's stored completions again with the
                                       current verifier (no model calls); writes a new folder
@@ -203,6 +206,10 @@ def main(argv: list[str] | None = None) -> int:
     baseline = commands.add_parser("baseline", help="record an eval folder as its model's baseline")
     baseline.add_argument("action", choices=["record"])
     baseline.add_argument("eval_dir", type=Path)
+    trace = commands.add_parser("lineage", help="print an asset's lineage to its roots, from the instance's event log")
+    trace.add_argument("asset_key", help="e.g. eval/e1/heuristic or reports/monthly")
+    trace.add_argument("--partition", default=None)
+    trace.add_argument("--json", action="store_true", help="machine-readable output")
     args = parser.parse_args(argv)
     if args.command == "check":
         return run_check()
@@ -214,6 +221,10 @@ def main(argv: list[str] | None = None) -> int:
         models = [name for chunk in args.models for name in chunk.split()]
         return run_eval_command(args.env, models, args.n, args.seed, args.split, args.concurrency,
                                 args.include_tools == "true")
+    if args.command == "lineage":
+        from sv_dagster.core.lineage import main_lineage
+
+        return main_lineage(args.asset_key, args.partition, args.json)
     if args.command == "rescore":
         return run_rescore(args.eval_dir, args.reward_config)
     return 2

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import math
-import tomllib
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -12,12 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from sv_shared import CostConfig
+from sv_shared.rewardconfig import RewardConfigError, read_reward_toml
 
 REWARD_NAMES: tuple[str, ...] = ("accuracy", "format", "calibration", "asymmetric_cost", "abstention")
-
-
-class RewardConfigError(ValueError):
-    """A reward configuration file that cannot be used; the message names the file."""
 
 
 @dataclass(frozen=True)
@@ -47,42 +42,19 @@ def default_reward_config_path() -> Path:
     return Path(str(resources.files("sv_env_network_logs") / "rewards.toml"))
 
 
-def _number(table: dict, key: str, where: str, default: float | None = None) -> float:
-    value = table.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise RewardConfigError(f"{where}: '{key}' must be a finite number, got {value!r}")
-    return float(value)
-
-
 @lru_cache(maxsize=32)
 def load_reward_settings(path: str | Path | None = None) -> RewardSettings:
     """Settings from `path` (default: the packaged rewards.toml); errors name the file."""
-    path = Path(path) if path else default_reward_config_path()
-    if not path.is_file():
-        raise RewardConfigError(f"reward config not found: {path}")
-    raw = path.read_bytes()
+    toml = read_reward_toml(path or default_reward_config_path())
+    path = toml.path
+    weights = toml.weights(REWARD_NAMES)
+    numbers = {key: toml.number("costs", key, default)
+               for key, default in (("fn_cost", 5.0), ("fp_cost", 1.0), ("abstain_cost", 0.5))}
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise RewardConfigError(f"{path}: not valid TOML ({exc})") from exc
-    weights_table = data.get("weights", {})
-    unknown = sorted(set(weights_table) - set(REWARD_NAMES))
-    if unknown:
-        raise RewardConfigError(
-            f"{path}: unknown reward(s) {unknown} in [weights]; known: {list(REWARD_NAMES)}"
-        )
-    weights = {name: _number(weights_table, name, f"{path} [weights]", 0.0) for name in REWARD_NAMES}
-    costs_table = data.get("costs", {})
-    try:
-        costs = CostConfig(
-            positive_label=str(costs_table.get("positive_label", "Malicious")),
-            fn_cost=_number(costs_table, "fn_cost", f"{path} [costs]", 5.0),
-            fp_cost=_number(costs_table, "fp_cost", f"{path} [costs]", 1.0),
-            abstain_cost=_number(costs_table, "abstain_cost", f"{path} [costs]", 0.5),
-        )
+        costs = CostConfig(positive_label=str(toml.table("costs").get("positive_label", "Malicious")), **numbers)
     except ValueError as exc:
         raise RewardConfigError(f"{path} [costs]: {exc}") from exc
-    credit = _number(data.get("abstention", {}), "credit", f"{path} [abstention]", 0.5)
+    credit = toml.number("abstention", "credit", 0.5)
     if not 0.0 <= credit <= 1.0:
         raise RewardConfigError(f"{path} [abstention]: 'credit' must be in [0, 1], got {credit}")
     return RewardSettings(
@@ -90,5 +62,5 @@ def load_reward_settings(path: str | Path | None = None) -> RewardSettings:
         costs=costs,
         abstain_credit=credit,
         source=str(path),
-        sha256=hashlib.sha256(raw).hexdigest(),
+        sha256=hashlib.sha256(toml.raw).hexdigest(),
     )

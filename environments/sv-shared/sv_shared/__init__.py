@@ -2,6 +2,7 @@
 (and `jsonl`, the common dataset reader)."""
 
 from sv_shared.jsonl import DatasetError, Example, read_examples
+from sv_shared.rewardconfig import RewardConfigError, RewardToml, read_reward_toml
 from sv_shared.metrics import Prediction, aurc, brier_score, classification_metrics, expected_calibration_error
 from sv_shared.parsing import ParsedAnswer, extract_json_object, parse_label_answer
 from sv_shared.rewards import (
@@ -22,7 +23,10 @@ __all__ = [
     "Example",
     "ParsedAnswer",
     "Prediction",
+    "RewardConfigError",
+    "RewardToml",
     "__version__",
+    "read_reward_toml",
     "abstention_reward",
     "accuracy_reward",
     "asymmetric_cost_reward",
