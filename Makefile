@@ -23,16 +23,17 @@ INCLUDE_TOOLS ?= true
 setup: $(STAMP) $(TOOLS_STAMP) system-packages
 
 # Debian packages the tests and sandboxes use: bubblewrap (E3 runs untrusted patches under
-# bwrap). Installed when missing and we are root (CI and these machines); otherwise E3
-# falls back to weaker protections and records which ones it had.
-SYSTEM_PACKAGES := bwrap:bubblewrap
+# bwrap; without it E3 falls back to weaker protections and records which) and postgresql
+# (the Postgres instance tests start a real server). Installed when missing and we are root
+# (CI and these machines). Checked by a command each puts on PATH.
+SYSTEM_PACKAGES := bwrap:bubblewrap pg_ctlcluster:postgresql
 system-packages:
 	@missing=""; for pair in $(SYSTEM_PACKAGES); do command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; done; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 	    echo "installing Debian packages:$$missing"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
-	  else echo "WARNING: missing Debian packages:$$missing (not root): E3's sandbox will be weaker, and say so"; fi; \
+	  else echo "WARNING: missing Debian packages:$$missing (not root): E3's sandbox will be weaker, the Postgres tests fail"; fi; \
 	fi
 
 $(TOOLS_STAMP): tools/requirements.lock

@@ -42,6 +42,7 @@ HEURISTICS: dict[str, str] = {
     "sv-env-network-logs": "sv_env_network_logs.baseline:heuristic_reply",
     "sv-env-config-verification": "sv_env_config_verification:heuristic_reply",
     "sv-env-code-vulnerability": "sv_env_code_vulnerability:heuristic_reply",
+    "sv-env-phishing-detection": "sv_env_phishing_detection:heuristic_reply",
 }
 ORACLES: dict[str, str] = {
     "sv-env-config-verification": "sv_env_config_verification:oracle_reply",

@@ -131,6 +131,22 @@ E2_RATES = {
 }
 
 
+def _evidence(row: dict[str, Any], key: str) -> Any:
+    return ((row.get("details") or {}).get("evidence") or {}).get(key)
+
+
+def phishing_summary(rows: list[dict[str, Any]], settings: Any) -> dict[str, Any]:
+    """E1's label metrics plus issue 7's E4 evidence precision: verified items over all
+    evidence items given, pooled over the scored examples that gave any."""
+    summary = classification_summary(rows, settings)
+    scored = [row for row in rows if row.get("error") is None]
+    verified = sum(_evidence(row, "verified") or 0 for row in scored)
+    given = verified + sum(_evidence(row, "invented") or 0 for row in scored)
+    summary["evidence_precision"] = verified / given if given else None
+    summary["mean_evidence_reward"] = summary["mean_rewards"].get("evidence")
+    return summary
+
+
 ENVS: dict[str, EnvSpec] = {
     "e1": EnvSpec(
         short="e1",
@@ -182,5 +198,24 @@ ENVS: dict[str, EnvSpec] = {
             ("errors", "n_errors"),
         ),
         sample_note="vulnerable Python functions with tests, written by the project",
+    ),
+    "e4": EnvSpec(
+        short="e4",
+        env_id="sv-env-phishing-detection",
+        module="sv_env_phishing_detection",
+        parse="parse_completion",
+        summarize=phishing_summary,
+        positive_label="Phishing",
+        description="Phishing detection (verifiable evidence, abstention, asymmetric cost)",
+        columns=(
+            ("accuracy", "accuracy"),
+            ("ECE", "ece"),
+            ("cost-wtd acc", "cost_weighted_accuracy"),
+            ("F1", "f1"),
+            ("evidence prec", "evidence_precision"),
+            ("abstain", "abstain_rate"),
+            ("errors", "n_errors"),
+        ),
+        sample_note="generated emails in English, German, Spanish and French",
     ),
 }
