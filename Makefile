@@ -10,7 +10,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # The project's own Dagster instance unless DAGSTER_HOME is set.
 export DAGSTER_HOME ?= $(CURDIR)/.dagster
 
-EVAL_TARGETS := eval-e1 eval-e2 eval-e3
+EVAL_TARGETS := eval-e1 eval-e2 eval-e3 eval-e4
 .PHONY: setup system-packages demo test ui bench lock clean samples check $(EVAL_TARGETS)
 
 # make eval-e1 MODELS="gpt-5-mini heuristic" N=32 [SEED=42]
