@@ -51,18 +51,9 @@ def load_reward_settings(path: str | Path | None = None) -> RewardSettings:
     toml = read_reward_toml(path or default_reward_config_path())
     path = toml.path
     weights = toml.weights(REWARD_NAMES)
-    numbers = {key: toml.number("costs", key, default)
-               for key, default in (("fn_cost", 5.0), ("fp_cost", 1.0), ("abstain_cost", 0.5))}
-    try:
-        costs = CostConfig(positive_label=str(toml.table("costs").get("positive_label", "Phishing")), **numbers)
-    except ValueError as exc:
-        raise RewardConfigError(f"{path} [costs]: {exc}") from exc
-    credit = toml.number("abstention", "credit", 0.5)
-    if not 0.0 <= credit <= 1.0:
-        raise RewardConfigError(f"{path} [abstention]: 'credit' must be in [0, 1], got {credit}")
-    penalty = toml.number("evidence", "invented_penalty", 0.25)
-    if not 0.0 <= penalty <= 1.0:
-        raise RewardConfigError(f"{path} [evidence]: 'invented_penalty' must be in [0, 1], got {penalty}")
+    costs = toml.costs(positive_label="Phishing")
+    credit = toml.fraction("abstention", "credit", 0.5)
+    penalty = toml.fraction("evidence", "invented_penalty", 0.25)
     max_items = toml.number("evidence", "max_items", 10, positive=True)
     return RewardSettings(
         weights=weights,

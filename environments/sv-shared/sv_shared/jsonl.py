@@ -8,7 +8,7 @@ once, before any model is called.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,29 @@ class Example:
     info: dict[str, Any] = field(default_factory=dict)
     source: str = ""
     """`path:line` the example was read from."""
+
+
+def json_objects(path: str | Path, errors: list[str]) -> Iterator[tuple[int, str, dict[str, Any]]]:
+    """(line number, `path:line`, object) for each JSON object line of a JSONL file; blank lines are
+    skipped, and a line that is not JSON or not an object is appended to `errors` (the
+    caller reports them all at once). A missing file raises DatasetError."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"dataset file not found: {path}")
+    with path.open(encoding="utf-8") as handle:
+        for line_no, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            where = f"{path}:{line_no}"
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as exc:
+                errors.append(f"{where}: not valid JSON ({exc.msg})")
+                continue
+            if not isinstance(row, dict):
+                errors.append(f"{where}: expected a JSON object, got {type(row).__name__}")
+                continue
+            yield line_no, where, row
 
 
 def _canonical_answer(
@@ -59,48 +82,34 @@ def read_examples(
     the answer to its canonical spelling; an answer outside them is an error.
     """
     path = Path(path)
-    if not path.is_file():
-        raise DatasetError(f"dataset file not found: {path}")
     examples: list[Example] = []
     errors: list[str] = []
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            where = f"{path}:{line_no}"
-            try:
-                row = json.loads(line)
-            except json.JSONDecodeError as exc:
-                errors.append(f"{where}: not valid JSON ({exc.msg})")
-                continue
-            if not isinstance(row, dict):
-                errors.append(f"{where}: expected a JSON object, got {type(row).__name__}")
-                continue
-            question = row.get("question")
-            if not isinstance(question, str) or not question.strip():
-                errors.append(f"{where}: missing or empty 'question'")
-                continue
-            if "answer" not in row or row["answer"] is None:
-                errors.append(f"{where}: missing 'answer'")
-                continue
-            answer = _canonical_answer(row["answer"], allowed_answers, int_answers)
-            if answer is None:
-                allowed = f" (allowed: {', '.join(allowed_answers)})" if allowed_answers else ""
-                errors.append(f"{where}: unusable answer {row['answer']!r}{allowed}")
-                continue
-            info = row.get("info", row.get("meta")) or {}
-            if not isinstance(info, dict):
-                errors.append(f"{where}: 'info'/'meta' must be an object")
-                continue
-            examples.append(
-                Example(
-                    question=question,
-                    answer=answer,
-                    id=str(row.get("id", f"{path.stem}-{line_no}")),
-                    info=info,
-                    source=where,
-                )
+    for line_no, where, row in json_objects(path, errors):
+        question = row.get("question")
+        if not isinstance(question, str) or not question.strip():
+            errors.append(f"{where}: missing or empty 'question'")
+            continue
+        if "answer" not in row or row["answer"] is None:
+            errors.append(f"{where}: missing 'answer'")
+            continue
+        answer = _canonical_answer(row["answer"], allowed_answers, int_answers)
+        if answer is None:
+            allowed = f" (allowed: {', '.join(allowed_answers)})" if allowed_answers else ""
+            errors.append(f"{where}: unusable answer {row['answer']!r}{allowed}")
+            continue
+        info = row.get("info", row.get("meta")) or {}
+        if not isinstance(info, dict):
+            errors.append(f"{where}: 'info'/'meta' must be an object")
+            continue
+        examples.append(
+            Example(
+                question=question,
+                answer=answer,
+                id=str(row.get("id", f"{path.stem}-{line_no}")),
+                info=info,
+                source=where,
             )
+        )
     if errors:
         shown = "\n  ".join(errors[:max_errors_shown])
         more = f"\n  ... and {len(errors) - max_errors_shown} more" if len(errors) > max_errors_shown else ""

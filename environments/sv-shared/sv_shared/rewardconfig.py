@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sv_shared.rewards import CostConfig
+
 
 class RewardConfigError(ValueError):
     """A reward configuration file that cannot be used; the message names the file."""
@@ -40,6 +42,22 @@ class RewardToml:
         if positive and value <= 0:
             raise RewardConfigError(f"{where}: '{key}' must be > 0, got {value!r}")
         return float(value)
+
+    def fraction(self, table: str, key: str, default: float) -> float:
+        """A number that must lie in [0, 1] (credits, penalties)."""
+        value = self.number(table, key, default)
+        if not 0.0 <= value <= 1.0:
+            raise RewardConfigError(f"{self.path} [{table}]: '{key}' must be in [0, 1], got {value}")
+        return value
+
+    def costs(self, positive_label: str) -> CostConfig:
+        """[costs] of a labelling environment: positive_label, fn_cost, fp_cost, abstain_cost."""
+        numbers = {key: self.number("costs", key, default)
+                   for key, default in (("fn_cost", 5.0), ("fp_cost", 1.0), ("abstain_cost", 0.5))}
+        try:
+            return CostConfig(positive_label=str(self.table("costs").get("positive_label", positive_label)), **numbers)
+        except ValueError as exc:
+            raise RewardConfigError(f"{self.path} [costs]: {exc}") from exc
 
     def weights(self, names: tuple[str, ...]) -> dict[str, float]:
         """[weights]: one finite number per reward name (missing ones are 0)."""
