@@ -8,6 +8,9 @@ its tool-result cache (SV_TOOL_CACHE) and in-memory memos start as stated:
   e2-naive  one tool process per tool per file, no cache, no batching (original + patched)
   e3        pytest in the sandbox for every rollout, Bandit + Semgrep re-scan (batched, cached)
   e3-naive  one rollout at a time, a fresh Semgrep process each (no cache)
+  e4        E4 (phishing) on ONE core, target 5,000 rollouts/s: (a) full `score_completion`
+            (trace + verifiers `task.score` + rewards) and (b) the environment's six rewards
+            alone on prepared traces, plus the parts of (a) (see `e4_scoring`)
 
 Usage: python bench/scoring.py MODE --n N --data DIR   (prints one JSON line)
 """
@@ -17,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 import time
 import uuid
@@ -138,11 +142,141 @@ def e3_naive(n: int) -> dict:
     return {"rollouts": len(jobs), "seconds": seconds, "rollouts_per_hour": len(jobs) / seconds * 3600}
 
 
+E4_TARGET_PER_S = 5_000
+E4_REWARDS = ("format", "accuracy", "calibration", "asymmetric_cost", "abstention", "evidence")
+
+
+def e4_completions(tasks: list, n: int, tag: str) -> list[tuple[object, str]]:
+    """n (task, completion) jobs over the bundled sample: the rule baseline's reply, the same
+    with invented evidence, JSON inside prose, a plain-text label, an evidence-free
+    Legitimate answer, and unparsable text. Every completion is unique (rollout number in
+    it), so no memo is hit across rollouts."""
+    from sv_env_phishing_detection import heuristic_reply
+
+    replies = {}
+    jobs = []
+    for i in range(n):
+        task = tasks[i % len(tasks)]
+        if task.key not in replies:
+            replies[task.key] = json.loads(heuristic_reply(task.data.prompt_text))
+        base, kind = replies[task.key], (i // len(tasks)) % 6
+        note = f"{tag} rollout {i}"
+        if kind == 0:
+            text = json.dumps({**base, "note": note}, ensure_ascii=False)
+        elif kind == 1:
+            evidence = [*base["evidence"], "www.secure-login-verify.com", f'Quote: "please act now {i}"',
+                        "Reply-To mismatch", "invoice.exe attachment"]
+            text = json.dumps({**base, "evidence": evidence, "note": note}, ensure_ascii=False)
+        elif kind == 2:
+            fenced = json.dumps(base, ensure_ascii=False)
+            text = f"Looking at the headers ({note}), my answer is:\n```json\n{fenced}\n```"
+        elif kind == 3:
+            text = f"Label: {base['label']}\nConfidence: {base['confidence']}\n({note})"
+        elif kind == 4:
+            text = json.dumps({"label": "Legitimate", "confidence": 0.7, "evidence": [], "note": note})
+        else:
+            text = f"I cannot tell {{label: maybe ({note})"
+        jobs.append((task, text))
+    return jobs
+
+
+def e4_scoring(n: int = 2000, cpu: int | None = None) -> dict:
+    """E4 scoring throughput without model time, on ONE core (`cpu`, default the lowest
+    allowed), against the issue's target of 5,000 rollouts/s:
+
+      full_per_s      (a) `score_completion(task, completion)`: trace construction,
+                      verifiers' `task.score` and the six rewards, as the pipeline scores
+      rewards_per_s   (b) the environment's reward computation alone: the six @vf.reward
+                      methods awaited on a trace built beforehand (a trainer scoring
+                      rollouts it already holds)
+      trace_per_s     `completion_trace` alone (part of (a), sv_dagster + verifiers models)
+      score_row_per_s the runner's whole row: (a) plus answer parse, refusal check, details
+      fast_score_per_s  `task.fast_score(completion)`: (a)'s (scores, weights, total) computed
+                      by the environment without a trace or verifiers' `task.score` (a
+                      shortcut the runner may take; `fast_score_mismatches` counts rollouts
+                      whose numbers differ from (a)'s, checked outside the timing)
+
+    Each figure uses freshly loaded tasks (per-task memos empty; email indexes built inside
+    the timing) and unique completions, after one warm-up pass (imports, lru caches)."""
+    from sv_dagster.core.envs import ENVS
+    from sv_dagster.core.runner import score_completion, score_row
+    from sv_dagster.core.traces import completion_trace
+
+    env = ENVS["e4"]
+    allowed = os.sched_getaffinity(0)
+    cpu = min(allowed) if cpu is None else cpu
+    os.sched_setaffinity(0, {cpu})
+    try:
+        def fresh(tag: str) -> list[tuple[object, str]]:
+            return e4_completions(env.load_tasks(None, None), n, tag)
+
+        def timed(jobs, fn) -> float:
+            start = time.perf_counter()
+            fn(jobs)
+            return len(jobs) / (time.perf_counter() - start)
+
+        async def full(jobs):
+            for task, completion in jobs:
+                await score_completion(task, completion)
+
+        async def rows(jobs):
+            parse = env.parser()
+            for task, completion in jobs:
+                await score_row({}, task, completion, parse, "bench")
+
+        async def rewards(prepared):
+            for task, trace in prepared:
+                for name in E4_REWARDS:
+                    await getattr(task, name)(trace)
+
+        asyncio.run(full(fresh("warm-up")))
+        full_per_s = timed(fresh("full"), lambda jobs: asyncio.run(full(jobs)))
+        trace_per_s = timed(fresh("trace"), lambda jobs: [completion_trace(t, c) and None for t, c in jobs])
+        prepared = [(t, completion_trace(t, c)) for t, c in fresh("rewards")]
+        rewards_per_s = timed(prepared, lambda jobs: asyncio.run(rewards(jobs)))
+        row_per_s = timed(fresh("row"), lambda jobs: asyncio.run(rows(jobs)))
+        fast_jobs = fresh("fast")
+        fast_per_s = timed(fast_jobs, lambda jobs: [task.fast_score(c) and None for task, c in jobs])
+
+        async def mismatches() -> int:
+            bad = 0  # separate task objects, so neither side reads the other's memo
+            for (task, completion), (twin, _) in zip(fresh("check")[:500], fresh("check")[:500]):
+                expected = await score_completion(task, completion)
+                got = twin.fast_score(completion)
+                bad += got is None or got != expected or list(got[0]) != list(expected[0])
+            return bad
+
+        fast_mismatches = asyncio.run(mismatches())
+    finally:
+        os.sched_setaffinity(0, allowed)
+    us = {k: 1e6 / v for k, v in (("full", full_per_s), ("trace", trace_per_s), ("rewards", rewards_per_s))}
+    return {
+        "rollouts": n,
+        "cpu": cpu,
+        "target_per_s": E4_TARGET_PER_S,
+        "full_per_s": round(full_per_s),
+        "full_meets_target": full_per_s >= E4_TARGET_PER_S,
+        "rewards_per_s": round(rewards_per_s),
+        "rewards_meets_target": rewards_per_s >= E4_TARGET_PER_S,
+        "trace_per_s": round(trace_per_s),
+        "score_row_per_s": round(row_per_s),
+        "fast_score_per_s": round(fast_per_s),
+        "fast_score_meets_target": fast_per_s >= E4_TARGET_PER_S,
+        "fast_score_mismatches": fast_mismatches,
+        # (a) per rollout split: trace construction, verifiers' task.score bookkeeping
+        # (what is left of (a) after the trace and the rewards), the rewards themselves
+        "us_per_rollout": {"full": round(us["full"], 1), "trace": round(us["trace"], 1),
+                           "verifiers_score_overhead": round(us["full"] - us["trace"] - us["rewards"], 1),
+                           "rewards": round(us["rewards"], 1)},
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=["e2-prepare", "e2-cold", "e2-warm", "e2-naive", "e3", "e3-naive"])
+    parser.add_argument("mode", choices=["e2-prepare", "e2-cold", "e2-warm", "e2-naive", "e3", "e3-naive", "e4"])
     parser.add_argument("--n", type=int, default=200)
-    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--data", type=Path, required=True, help="work directory (e4: unused)")
+    parser.add_argument("--cpu", type=int, default=None, help="e4: the one core to pin to")
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--variants", type=int, default=5, help="e2-warm: answers per file")
     args = parser.parse_args()
@@ -166,6 +300,8 @@ def main() -> int:
         result = e2_naive(args.data, args.n)
     elif args.mode == "e3":
         result = asyncio.run(score_all("e3", None, e3_completions(args.n), args.concurrency))
+    elif args.mode == "e4":
+        result = e4_scoring(args.n, args.cpu)
     else:
         result = e3_naive(args.n)
     print(json.dumps({"mode": args.mode, **result}))

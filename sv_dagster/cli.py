@@ -46,6 +46,39 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 """Step-by-step DEBUG events stay in the instance (and the UI); the console gets the table."""
 
 
+def _shown(path: Path) -> Path:
+    return path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path
+
+
+def _classifier_line(classifier: str, agreement: dict[str, Any]) -> str:
+    if "error" in agreement:
+        return f"judged by {classifier}: {agreement['error']}"
+    held = agreement.get("held_out") or {}
+    return (
+        f"judged by {classifier}; agreement with the shipped labelled set: n={agreement.get('n')} "
+        f"accuracy {_fmt(agreement.get('accuracy'))} kappa {_fmt(agreement.get('cohen_kappa'))} "
+        f"unsafe recall {_fmt(agreement.get('unsafe_recall'))}; held-out batch: n={held.get('n')} "
+        f"accuracy {_fmt(held.get('accuracy'))} kappa {_fmt(held.get('cohen_kappa'))} "
+        f"unsafe recall {_fmt(held.get('unsafe_recall'))}"
+    )
+
+
+def _tournament_text(path: Path) -> str:
+    data = json.loads((path / "tournament.json").read_text())
+    lines = [f"\n== tournament: E5 attacker {data['attacker']['name']} vs E6 defender {data['defender']['name']} (SAMPLE data)"]
+    rows = [
+        {"model": f"round {r['round']}", "n_examples": r["n_behaviors"], "success": r["attacker_success_rate"],
+         "ci": "-" if not r["attacker_success_ci95"] else "[{:.2f}, {:.2f}]".format(*r["attacker_success_ci95"]),
+         "known": r["known_attacks"], "unsafe": r["defender_unsafe_rate"], "over": r["defender_over_refusal_rate"]}
+        for r in data["rounds"]
+    ]
+    lines.append(format_table(rows, (("attacker success", "success"), ("95% CI", "ci"), ("known attacks", "known"),
+                                     ("defender unsafe", "unsafe"), ("over-refusal", "over"))))
+    lines.append(f"  {_shown(path)}/{{tournament.json,success_curve.png}}")
+    lines.append("  " + _classifier_line(data.get("classifier"), data.get("classifier_agreement") or {}))
+    return "\n".join(lines)
+
+
 def _report(result, title: str, started: float) -> int:
     """Print the eval table of an executed run (or its step failures)."""
     if not result.success:
@@ -56,8 +89,11 @@ def _report(result, title: str, started: float) -> int:
     from sv_dagster.core.envs import ENVS
 
     by_env: dict[str, list[tuple[dict[str, Any], Path]]] = {}
+    tournaments: list[Path] = []
     for event in result.get_asset_materialization_events():
         materialization = event.step_materialization_data.materialization
+        if materialization.asset_key.path[0] == "tournament":
+            tournaments.append(Path(materialization.metadata["artifact_path"].value))
         if materialization.asset_key.path[0] != "eval":
             continue
         run_dir = Path(materialization.metadata["artifact_path"].value)
@@ -76,8 +112,12 @@ def _report(result, title: str, started: float) -> int:
             print(f"DATA: bundled SAMPLE ({env.sample_note}), not a real corpus")
         print(format_table([summary for summary, _ in entries], env.columns))
         for summary, path in entries:
-            shown = path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path
-            print(f"  {summary['model']}: {shown}/{{metadata.json,results.jsonl,summary.json}}")
+            print(f"  {summary['model']}: {_shown(path)}/{{metadata.json,results.jsonl,summary.json}}")
+        for summary, _ in entries[:1]:
+            if summary.get("classifier"):
+                print("  " + _classifier_line(summary["classifier"], summary.get("classifier_agreement") or {}))
+    for path in tournaments:
+        print(_tournament_text(path))
     print(f"\nwall time {time.perf_counter() - started:.1f} s; open the UI with `make ui` (same instance)")
     return 0
 

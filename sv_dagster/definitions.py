@@ -18,11 +18,12 @@ from sv_dagster.assets.datasets import build_bundled_dataset_asset, dataset_e1
 from sv_dagster.assets.evals import build_eval_assets, build_regression_checks, build_rescore_assets
 from sv_dagster.assets.recipe import PROVENANCE_TAG
 from sv_dagster.assets.reports import build_report_assets
+from sv_dagster.assets.tournament import tournament_e5_e6
 from sv_dagster.assets.triage import build_triage_assets
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import PROJECT_ROOT
 from sv_dagster.core.registry import load_registry, registry_path
-from sv_dagster.jobs import demo_job, eval_job, program_jobs, rescore_job
+from sv_dagster.jobs import demo_job, eval_job, program_jobs, rescore_job, tournament_job
 from sv_dagster.resources import ModelRegistry
 from sv_dagster.schedules import program_schedules
 
@@ -46,7 +47,7 @@ def require_provenance(assets: Iterable[dg.AssetsDefinition]) -> None:
 
 
 def data_assets(env_short: str) -> list[dg.AssetsDefinition]:
-    """What feeds dataset/<env>: E1 curates a corpus; E2 and E3 ship their own task sets."""
+    """What feeds dataset/<env>: E1 curates a corpus; E2-E6 ship their own task sets."""
     if env_short == "e1":
         return [corpus_iot23, dataset_e1]
     return [build_bundled_dataset_asset(ENVS[env_short])]
@@ -63,6 +64,7 @@ def build_definitions() -> dg.Definitions:
         *(a for env in envs for a in build_triage_assets(env, models)),
         *(a for env in envs for a in build_rescore_assets(env, models)),
         *build_report_assets([key for assets_def in evals for key in assets_def.keys]),
+        tournament_e5_e6,
     ]
     require_provenance(assets)
     jobs = {
@@ -71,6 +73,7 @@ def build_definitions() -> dg.Definitions:
             *(eval_job(env, models) for env in envs),
             *(rescore_job(env, models) for env in envs),
             demo_job(envs, models),
+            tournament_job(),
             *program_jobs(envs, models),
         ]
     }

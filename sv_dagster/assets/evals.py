@@ -34,6 +34,11 @@ class EvalConfig(dg.Config):
         "of a run does this by itself (it continues the root run's folder).",
     )
     seed: int = Field(default=42, description="Selects the example subset when `limit` is set; one seed, one subset for every model.")
+    target_model: str = Field(
+        default="heuristic",
+        description="Dialogue environments with a model on the other side (E5's target): the registry model "
+        "that plays it. `heuristic` is the rule-based defender.",
+    )
     include_tools: bool = Field(
         default=True,
         description="Offer the environment's tools to the model (E2's run_opa, run_semgrep, ...) within its tool "
@@ -64,6 +69,7 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
         # A re-execution (from failure, or of a killed run) continues its root run's folder.
         resume_from = config.resume_run_id or context.run.root_run_id
         reward_config = Path(config.reward_config) if config.reward_config else None
+        target = models.spec(config.target_model) if env.counterpart_env else None
         run = evaluate(
             env,
             spec,
@@ -79,6 +85,8 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
             seed=config.seed,
             dataset_info={"split": config.split, "sample": dataset.facts.get("sample", False)},
             use_tools=config.include_tools,
+            counterpart=models.backend(target.name, env.counterpart_env) if target else None,
+            counterpart_model=target,
         )
         summary = run.summary
         context.log.info(
@@ -104,6 +112,9 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
                 "response_cache": run.metadata.get("response_cache"),
                 "tools": run.metadata.get("tools"),
                 "sample": summary["sample"],
+                **({"target_model": target.public_dict()} if target else {}),
+                **({"safety_classifier": summary["classifier"],
+                    "classifier_agreement": summary["classifier_agreement"]} if "classifier" in summary else {}),
             },
             metadata={
                 **{name: summary.get(name) for name in headline_metrics(env)},

@@ -34,7 +34,8 @@ from sv_dagster.core.registry import ModelSpec
 POOL_SIZE = 8
 """Connections per HTTP pool of an OpenAI-compatible backend."""
 
-# Rule baselines per environment, imported lazily: "module:function(prompt) -> reply".
+# Rule baselines per environment, imported lazily: "module:function(prompt) -> reply" (or
+# function(messages) -> reply when the function has `takes_messages`: the dialogue baselines).
 # `heuristic` answers without tools; `oracle` answers with what the environment's own
 # verifier knows (E2: the tools' findings; E3: the reference fix): an upper bound to read
 # model scores against.
@@ -43,6 +44,8 @@ HEURISTICS: dict[str, str] = {
     "sv-env-config-verification": "sv_env_config_verification:heuristic_reply",
     "sv-env-code-vulnerability": "sv_env_code_vulnerability:heuristic_reply",
     "sv-env-phishing-detection": "sv_env_phishing_detection:heuristic_reply",
+    "sv-env-redteam-attack": "sv_env_redteam_attack:attacker_reply",
+    "sv-env-redteam-defense": "sv_env_redteam_defense:defender_reply",
 }
 ORACLES: dict[str, str] = {
     "sv-env-config-verification": "sv_env_config_verification:oracle_reply",
@@ -121,6 +124,9 @@ class HeuristicBackend:
             )
             return Completion(text="", usage=None, latency_s=time.perf_counter() - start,
                               finish_reason="tool_calls", tool_calls=calls)
+        if getattr(self.reply, "takes_messages", False):  # a dialogue baseline reads the conversation
+            return Completion(text=self.reply(messages), usage=None, latency_s=time.perf_counter() - start,
+                              finish_reason="stop")
         prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         # A baseline may do real work (the oracle runs the tools): keep the event loop free.
         text = await asyncio.to_thread(self.reply, prompt) if self.table is ORACLES else self.reply(prompt)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,7 +23,7 @@ from sv_dagster.core.pricing import PriceTable, load_price_table
 from sv_dagster.core.provenance import file_sha256, package_versions, redact
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.core.paths import safe_path_part
-from sv_dagster.core.runner import SUMMARY_DROP, read_results, run_eval, score_row
+from sv_dagster.core.runner import RESUMABLE_ERRORS, SUMMARY_DROP, read_results, run_eval, score_row, withhold_unsafe
 
 
 @dataclass(frozen=True)
@@ -60,21 +61,34 @@ def evaluate(
     cache: ResponseCache | None = None,
     prices: PriceTable | None = None,
     use_tools: bool = True,
+    counterpart: Backend | None = None,
+    counterpart_model: ModelSpec | None = None,
+    task_options: dict[str, Any] | None = None,
+    observe: Callable[[dict[str, Any]], None] | None = None,
 ) -> EvalRun:
     """Run the eval and write its artifacts. Every configuration problem (bad dataset,
-    bad reward config, missing API key, unreachable endpoint) raises before the first
-    model call. With `resume`, examples already finished in this run folder are kept
-    and only the rest are run (an interrupted or re-executed run)."""
+    bad reward config, missing API key, unreachable endpoint or safety judge) raises
+    before the first model call. With `resume`, examples already finished in this run
+    folder are kept and only the rest are run (an interrupted or re-executed run).
+    `counterpart` is the model on the other side of a dialogue environment (E5's
+    target); `task_options` are extra task-config fields (the tournament's updates)."""
     settings = env.reward_settings(reward_config)
     prices = prices or load_price_table()
-    if cache is not None and model.backend not in ("heuristic", "oracle"):  # rule baselines: nothing to save
-        backend = CachedBackend(backend, cache)
-    tasks = env.iter_tasks(dataset_path, reward_config, limit, seed)
+    if cache is not None and model.backend not in ("heuristic", "oracle") and not env.withholds_unsafe:
+        backend = CachedBackend(backend, cache)  # rule baselines: nothing to save; unsafe text: never cached
+    if env.counterpart_env and counterpart is None:
+        raise ValueError(f"{env.env_id} needs a counterpart model (the target); none was given")
+    tasks = env.iter_tasks(dataset_path, reward_config, limit, seed, task_options)
     try:  # read and check the whole dataset file now, before any model call
-        tasks = itertools.chain([next(tasks)], tasks)
+        first = next(tasks)
+        tasks = itertools.chain([first], tasks)
     except StopIteration:
-        tasks = iter(())
+        first, tasks = None, iter(())
     asyncio.run(backend.preflight())
+    if counterpart is not None:
+        asyncio.run(counterpart.preflight())
+    if first is not None and hasattr(first, "preflight"):
+        asyncio.run(first.preflight())  # e.g. the safety judge's endpoint
     run_dir = eval_dir(outputs_root, env, model.name, run_id)
     run_dir.mkdir(parents=True, exist_ok=True)
     metadata_path, results_path, summary_path = (
@@ -101,6 +115,8 @@ def evaluate(
             "packages": package_versions(["sv-dagster", "verifiers", "dagster", env.env_id, "sv-shared"]),
             "tools": env.tool_versions(),
             "tools_offered": use_tools,
+            "counterpart_model": counterpart_model.public_dict() if counterpart_model else None,
+            "task_options": _describe_options(task_options),
             "started_at": datetime.now(UTC).isoformat(),
         }
     )
@@ -109,7 +125,8 @@ def evaluate(
     counts = asyncio.run(
         run_eval(
             tasks, backend, results_path, concurrency=concurrency, parse=env.parser(), resume=resume,
-            price=lambda usage: prices.cost(model.model, usage), use_tools=use_tools,
+            price=lambda usage: prices.cost(model.model, usage), use_tools=use_tools, counterpart=counterpart,
+            observe=observe,
         )
     )
     summary = env.summarize(read_results(results_path, drop=SUMMARY_DROP), settings)
@@ -128,6 +145,23 @@ def evaluate(
     _write_json(metadata_path, metadata)
     _write_json(summary_path, summary)
     return EvalRun(run_dir, metadata_path, results_path, summary_path, summary, metadata)
+
+
+def _describe_options(options: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Task options as metadata: lists of texts (attacks, which may be unsafe) only as
+    their count and sha256, never in clear."""
+    if not options:
+        return None
+    import hashlib
+
+    out: dict[str, Any] = {}
+    for name, value in options.items():
+        if isinstance(value, list):
+            blob = json.dumps(value, sort_keys=True).encode("utf-8")
+            out[name] = {"n": len(value), "sha256": hashlib.sha256(blob).hexdigest()}
+        else:
+            out[name] = str(value)
+    return out
 
 
 def _cache_delta(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
@@ -172,8 +206,9 @@ def rescore(
                 task = tasks.get(row["example_id"])
                 if task is None:
                     row.update(error=f"example {row['example_id']} not in {dataset}", error_kind="scoring", reward=None)
-                elif row.get("error_kind") != "model" and row.get("completion") is not None:
+                elif row.get("error_kind") not in RESUMABLE_ERRORS and row.get("completion") is not None:
                     await score_row(row, task, row["completion"], parse, model["model"])
+                    await withhold_unsafe(task, row)
                 out.write(json.dumps(row, default=str) + "\n")
 
     asyncio.run(score_all())

@@ -8,6 +8,7 @@ text) and the run goes on; such examples are unscored, never counted as wrong an
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import math
 import os
@@ -40,14 +41,21 @@ def _finite(value: float | None) -> float | None:
     return value if value is not None and math.isfinite(value) else None
 
 
+def is_dialogue(task: Any) -> bool:
+    """A multi-turn task: the runner plays its conversation (`task.respond`) up to `task.max_turns`."""
+    return callable(getattr(task, "respond", None)) and hasattr(task, "max_turns")
+
+
 async def score_completion(
     task: vf.Task, completion: str, model: str | None = None, turns: list[dict[str, Any]] | None = None
 ) -> tuple[dict, dict, float]:
     """(reward scores, reward weights, weighted total) for one completion of `task`;
-    `turns` are the tool-calling turns before it (assistant tool calls and tool results)."""
+    `turns` are the tool-calling turns before it (assistant tool calls and tool results)
+    or, for a dialogue task, the whole conversation after the prompt (which ends with or
+    after `completion`)."""
     from sv_dagster.core.traces import completion_trace
 
-    trace = completion_trace(task, completion, model, turns)
+    trace = completion_trace(task, None if is_dialogue(task) else completion, model, turns)
     await task.score(trace)
     scores = {name: (r.score if r is not None else None) for name, r in trace.rewards.items()}
     weights = {name: (r.weight if r is not None else None) for name, r in trace.rewards.items()}
@@ -91,6 +99,8 @@ async def _run_one(
     parse: Callable[[str], Any] | None,
     price: Callable[[dict | None], float | None],
     use_tools: bool = True,
+    counterpart: Backend | None = None,
+    observe: Callable[[dict[str, Any]], None] | None = None,
 ) -> str:
     from sv_dagster.core.backends import CompletionFailed
     from sv_dagster.core.toolcalls import ToolBox
@@ -116,6 +126,8 @@ async def _run_one(
         "latency_s": None,
         "attempts": None,
     }
+    if is_dialogue(task):
+        return await _run_dialogue(task, backend, counterpart, writer, row, messages, parse, price, observe)
     functions, budget = task_tools(task) if use_tools else ([], 0)
     toolbox = ToolBox(functions) if functions else None
     schemas = toolbox.schemas() if toolbox else None
@@ -165,6 +177,111 @@ async def _run_one(
     return outcome
 
 
+class CounterpartFailed(RuntimeError):
+    """The other side of a dialogue (E5's target model) failed for good."""
+
+
+RESUMABLE_ERRORS = ("model", "counterpart", "judge")
+"""error_kind of rows a resumed run plays again (nothing of the example was scored)."""
+
+
+async def _run_dialogue(
+    task: Any,
+    backend: Backend,
+    counterpart: Backend | None,
+    writer: _ResultsWriter,
+    row: dict[str, Any],
+    prompt: list[dict[str, Any]],
+    parse: Callable[[str], Any] | None,
+    price: Callable[[dict | None], float | None],
+    observe: Callable[[dict[str, Any]], None] | None = None,
+) -> str:
+    """Play a multi-turn task: the model under evaluation speaks, the task answers (a
+    scripted user turn, or the counterpart model through `task.respond`), up to
+    `task.max_turns` model turns. Failures of either side or of the judge end the
+    dialogue unscored; every stored row passes `task.withhold_unsafe` first. `observe`
+    sees the row in memory before that (the tournament keeps successful attacks this way,
+    never on disk)."""
+    from sv_dagster.core.backends import CompletionFailed
+
+    conversation = list(prompt)
+    usage: dict[str, int] | None = None
+    costs: list[float | None] = []
+    latency, attempts, counterpart_calls = 0.0, 0, 0
+
+    async def other_side(messages: list[dict[str, Any]]) -> str:
+        nonlocal counterpart_calls
+        counterpart_calls += 1
+        try:
+            return (await counterpart.complete(messages)).text
+        except CompletionFailed as exc:
+            raise CounterpartFailed(str(exc)) from exc
+
+    outcome, completion = "", ""
+    for turn in range(1, max(1, int(task.max_turns)) + 1):
+        try:
+            reply = await backend.complete(conversation)
+        except CompletionFailed as exc:
+            row.update(error=f"model failed at turn {turn}: {exc}", error_kind="model", attempts=attempts + exc.attempts)
+            outcome = "model_error"
+            break
+        usage = _add_usage(usage, reply.usage)
+        costs.append(0.0 if reply.cached else price(reply.usage))
+        latency += reply.latency_s
+        attempts += reply.attempts
+        completion = reply.text or ""
+        conversation.append({"role": "assistant", "content": completion})
+        try:
+            answer, over = await task.respond(conversation, other_side if counterpart is not None else None)
+        except CounterpartFailed as exc:
+            row.update(error=f"target model failed at turn {turn}: {exc}", error_kind="counterpart")
+            outcome = "model_error"
+            break
+        except Exception as exc:  # the judge (a classifier endpoint) or the task itself
+            row.update(error=f"dialogue failed at turn {turn}: {type(exc).__name__}: {exc}", error_kind="judge")
+            outcome = "scoring_error"
+            break
+        if answer is not None:
+            conversation.append({"role": "user", "content": answer})
+        if over or answer is None:
+            break
+    row.update(
+        completion=completion,
+        turns=conversation[len(prompt):],
+        usage=usage,
+        cost_usd=None if None in costs else sum(costs),
+        latency_s=round(latency, 4),
+        attempts=attempts,
+        counterpart_calls=counterpart_calls,
+    )
+    if not outcome:
+        outcome = await score_row(row, task, completion, parse, backend.spec.model)
+    if observe is not None:
+        observe(copy.deepcopy(row))
+    await withhold_unsafe(task, row)
+    await writer.write(row)
+    return outcome
+
+
+async def withhold_unsafe(task: Any, row: dict[str, Any]) -> None:
+    """Let the task swap text its safety judge marks unsafe for hash markers before the
+    row is stored. If the judge cannot be asked, no conversation text is stored at all."""
+    withhold = getattr(task, "withhold_unsafe", None)
+    if withhold is None:
+        return
+    try:
+        row["withheld_texts"] = await withhold(row)
+    except Exception as exc:
+        dropped = f"[text dropped: the safety judge failed ({type(exc).__name__})]"
+        for field_name in ("prompt", "turns"):
+            row[field_name] = [
+                {**m, "content": dropped} if m.get("role") != "system" else m for m in row.get(field_name) or []
+            ]
+        row["completion"] = dropped if row.get("completion") else row.get("completion")
+        row["withheld_texts"] = None
+        row.setdefault("notes", []).append(f"conversation text dropped: the safety judge failed: {exc}"[:500])
+
+
 async def score_row(
     row: dict[str, Any], task: vf.Task, completion: str, parse: Callable[[str], Any] | None, model: str | None
 ) -> str:
@@ -187,7 +304,7 @@ async def score_row(
     details = getattr(task, "details", None)  # what the verifier found (tool results, test runs)
     if details is not None:
         try:
-            row["details"] = details(completion)
+            row["details"] = details(completion, turns=row.get("turns")) if is_dialogue(task) else details(completion)
         except Exception as exc:
             row["details"] = {"error": f"{type(exc).__name__}: {exc}"}
     return "scored"
@@ -198,7 +315,7 @@ def compact_results(results_path: Path) -> set[str]:
 
     Finished = a complete JSON line that is scored or failed in scoring (its completion is
     kept; `rescore` can redo it). A torn last line (the process was killed mid-write) and
-    model failures are dropped, so resuming runs them again; the file is rewritten
+    model, target-model and judge failures are dropped, so resuming runs them again; the file is rewritten
     atomically, so a second interruption cannot lose what was kept.
     """
     if not results_path.exists():
@@ -210,7 +327,7 @@ def compact_results(results_path: Path) -> set[str]:
                 row = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            if isinstance(row, dict) and row.get("example_id") and row.get("error_kind") != "model":
+            if isinstance(row, dict) and row.get("example_id") and row.get("error_kind") not in RESUMABLE_ERRORS:
                 kept[row["example_id"]] = line if line.endswith("\n") else line + "\n"
     tmp = results_path.with_suffix(".jsonl.tmp")
     tmp.write_text("".join(kept.values()), encoding="utf-8")
@@ -228,12 +345,15 @@ async def run_eval(
     resume: bool = False,
     price: Callable[[dict | None], float | None] = lambda usage: None,
     use_tools: bool = True,
+    counterpart: Backend | None = None,
+    observe: Callable[[dict[str, Any]], None] | None = None,
 ) -> RunCounts:
     """Evaluate `tasks` with `backend`, appending one line per example to `results_path`.
 
     `price(usage)` gives each call's cost (None when unpriced). Tasks that offer tools
     (`task.tool_functions()`) run a tool-calling loop up to `task.tool_budget` calls, unless
-    `use_tools` is off. `concurrency` workers pull tasks from one iterator, so memory does not grow with the
+    `use_tools` is off. Dialogue tasks (`task.respond`) are played turn by turn; `counterpart`
+    is the model on the other side when the task needs one (E5's target). `concurrency` workers pull tasks from one iterator, so memory does not grow with the
     number of examples. With `resume`, examples already finished in the file are skipped
     (see `compact_results`); without it the file starts empty. Call `backend.preflight()`
     first to fail early on an unreachable endpoint.
@@ -252,11 +372,13 @@ async def run_eval(
 
             async def worker() -> None:
                 for task in pending:  # shared iterator: each worker takes the next task
-                    outcomes[await _run_one(task, backend, writer, parse, price, use_tools)] += 1
+                    outcomes[await _run_one(task, backend, writer, parse, price, use_tools, counterpart, observe)] += 1
 
             await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
     finally:
         await backend.aclose()
+        if counterpart is not None:
+            await counterpart.aclose()
     return RunCounts(
         n=sum(outcomes.values()),
         n_scored=outcomes["scored"],

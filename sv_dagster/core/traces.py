@@ -23,6 +23,8 @@ def chat_messages(task: vf.Task) -> list[dict[str, str]]:
 
 def _turn_message(turn: dict[str, Any]) -> tuple[Any, bool]:
     """A stored tool-calling turn as a verifiers message (and whether the model sampled it)."""
+    if turn["role"] == "user":  # the other side of a dialogue
+        return vf.UserMessage(content=str(turn.get("content") or "")), False
     if turn["role"] == "tool":
         return vf.ToolMessage(tool_call_id=turn.get("tool_call_id") or "", content=str(turn.get("content") or ""),
                               name=turn.get("name")), False
@@ -35,11 +37,12 @@ def _turn_message(turn: dict[str, Any]) -> tuple[Any, bool]:
 
 
 def completion_trace(
-    task: vf.Task, completion: str, model: str | None = None, turns: list[dict[str, Any]] | None = None
+    task: vf.Task, completion: str | None, model: str | None = None, turns: list[dict[str, Any]] | None = None
 ) -> vf.Trace:
-    """A completed trace: the prompt messages, the tool-calling `turns` (assistant tool
-    calls and tool results, as the runner stores them), then `completion` as the final
-    model-sampled assistant turn."""
+    """A completed trace: the prompt messages, the `turns` as the runner stores them
+    (assistant tool calls and tool results; a dialogue's assistant and user turns), then
+    `completion` as the final model-sampled assistant turn (None: `turns` already hold
+    the whole conversation, as for a dialogue)."""
     nodes: list[MessageNode] = []
     for message in chat_messages(task):
         cls = vf.SystemMessage if message["role"] == "system" else vf.UserMessage
@@ -47,9 +50,10 @@ def completion_trace(
     for turn in turns or ():
         message, sampled = _turn_message(turn)
         nodes.append(MessageNode(parent=len(nodes) - 1, message=message, sampled=sampled))
-    nodes.append(
-        MessageNode(parent=len(nodes) - 1, message=vf.AssistantMessage(content=completion), sampled=True)
-    )
+    if completion is not None:
+        nodes.append(
+            MessageNode(parent=len(nodes) - 1, message=vf.AssistantMessage(content=completion), sampled=True)
+        )
     trace = vf.Trace(
         task=TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
         state=state_cls(type(task))(),  # the task's own State subclass, as a rollout has

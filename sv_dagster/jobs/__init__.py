@@ -7,7 +7,8 @@ Program jobs re-curate the datasets first (cheap, and picks up corpus updates).
 - `rescore_eN`: the stored completions of the latest evals scored again (verifier change).
 - `weekly_sweep`: quick evals (N=10, seed 42) of the `sweep: true` models, triage, the
   weekly report and the scoreboard.
-- `biweekly_full_eval`: full evals of the sweep models (and, once E5/E6 land, the tournament).
+- `biweekly_full_eval`: full evals of the sweep models and the E5<->E6 tournament.
+- `tournament_e5_e6`: the tournament (heuristic attacker and defender unless configured).
 - `nightly_regression`: full evals of the `nightly: true` models; their regression gates run
   with them.
 - `monthly_report`: the monthly report and the scoreboard.
@@ -27,6 +28,7 @@ STANDARD_SEED = 42
 REPORTS_WEEKLY = dg.AssetKey(["reports", "weekly"])
 REPORTS_MONTHLY = dg.AssetKey(["reports", "monthly"])
 SCOREBOARD = dg.AssetKey(["reports", "scoreboard"])
+TOURNAMENT = dg.AssetKey(["tournament", "e5_e6"])
 
 
 def _default_models(env: EnvSpec, models: dict[str, ModelSpec]) -> list[ModelSpec]:
@@ -55,15 +57,25 @@ def eval_job(env: EnvSpec, models: dict[str, ModelSpec]) -> dg.UnresolvedAssetJo
 
 def demo_job(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> dg.UnresolvedAssetJobDefinition:
     """Every environment's `eval_eN` in one run: what `make demo` executes."""
-    selection = dg.AssetSelection.assets()
+    selection = dg.AssetSelection.assets(TOURNAMENT).upstream()
     for env in envs:
         selection = selection | _eval_selection(env, _default_models(env, models))
     return dg.define_asset_job(
         name="demo",
         selection=selection,
         description="The embedded demo: each environment's default models (rule baselines and oracles) "
-        f"on its bundled SAMPLE data ({', '.join(env.short for env in envs)}).",
+        f"on its bundled SAMPLE data ({', '.join(env.short for env in envs)}), and the E5<->E6 tournament.",
         tags={"sv/program": "demo"},
+    )
+
+
+def tournament_job() -> dg.UnresolvedAssetJobDefinition:
+    return dg.define_asset_job(
+        name="tournament_e5_e6",
+        selection=dg.AssetSelection.assets(TOURNAMENT).upstream(),
+        description="E5<->E6 tournament: alternating attacker and defender rounds (models from the run config; "
+        "the rule baselines by default).",
+        tags={"sv/program": "tournament"},
     )
 
 
@@ -104,11 +116,10 @@ def program_jobs(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> list[dg.U
         ),
         dg.define_asset_job(
             name="biweekly_full_eval",
-            selection=dg.AssetSelection.assets(*sweep_evals).upstream()
+            selection=dg.AssetSelection.assets(*sweep_evals, TOURNAMENT).upstream()
             | dg.AssetSelection.assets(*sweep_triage, SCOREBOARD),
             config=_eval_config(sweep_evals, seed=STANDARD_SEED),
-            description="Full evals of the sweep models on every environment (the E5<->E6 tournament joins "
-            "once those environments land).",
+            description="Full evals of the sweep models on every environment and the E5<->E6 tournament.",
             tags={"sv/program": "biweekly_full_eval"},
         ),
         dg.define_asset_job(

@@ -15,7 +15,8 @@ MODEL_KEYS = [
     "heuristic", "gpt_5", "gpt_5_mini", "claude_sonnet_4_5", "qwen3_72b", "qwen3_235b_a22b",
     "llama_3_1_8b", "llama_3_70b", "mixtral_8x22b",
 ]
-ENV_MODELS = {"e1": MODEL_KEYS, "e2": [*MODEL_KEYS, "tool_oracle"], "e3": [*MODEL_KEYS, "tool_oracle"], "e4": MODEL_KEYS}
+ENV_MODELS = {"e1": MODEL_KEYS, "e2": [*MODEL_KEYS, "tool_oracle"], "e3": [*MODEL_KEYS, "tool_oracle"], "e4": MODEL_KEYS,
+              "e5": MODEL_KEYS, "e6": MODEL_KEYS}
 ALL_EVALS = {f"eval/{env}/{m}" for env, models in ENV_MODELS.items() for m in models}
 EXPECTED_DEPS = {
     "corpus/iot23": set(),
@@ -23,12 +24,16 @@ EXPECTED_DEPS = {
     "dataset/e2": set(),  # the task set bundled with the environment package
     "dataset/e3": set(),
     "dataset/e4": set(),
+    "dataset/e5": set(),
+    "dataset/e6": set(),
+    "tournament/e5_e6": {"dataset/e5", "dataset/e6"},
     **{f"{kind}/{env}/{m}": ({f"dataset/{env}"} if kind == "eval" else {f"eval/{env}/{m}"})
        for env, models in ENV_MODELS.items() for m in models for kind in ("eval", "triage", "rescore")},
     **{f"reports/{r}": ALL_EVALS for r in ("weekly", "monthly", "scoreboard")},
 }
 EXPECTED_GROUPS = {"corpus/iot23": "corpora", "dataset/e1": "datasets", "dataset/e2": "datasets",
-                   "eval/e1/heuristic": "evals", "eval/e3/tool_oracle": "evals", "reports/weekly": "reports"}
+                   "eval/e1/heuristic": "evals", "eval/e3/tool_oracle": "evals", "reports/weekly": "reports",
+                   "tournament/e5_e6": "tournaments"}
 
 
 def path_of(env: str, *models: str) -> set[str]:
@@ -37,23 +42,30 @@ def path_of(env: str, *models: str) -> set[str]:
 
 
 E1_HEURISTIC = path_of("e1", "heuristic")
+TOURNAMENT = {"tournament/e5_e6", "dataset/e5", "dataset/e6"}
 DEFAULTS = (E1_HEURISTIC | path_of("e2", "heuristic", "tool_oracle") | path_of("e3", "heuristic", "tool_oracle")
-            | path_of("e4", "heuristic"))
-SWEEP = E1_HEURISTIC | path_of("e2", "heuristic") | path_of("e3", "heuristic") | path_of("e4", "heuristic")
+            | path_of("e4", "heuristic") | path_of("e5", "heuristic") | path_of("e6", "heuristic") | TOURNAMENT)
+SWEEP = (E1_HEURISTIC | path_of("e2", "heuristic") | path_of("e3", "heuristic") | path_of("e4", "heuristic")
+         | path_of("e5", "heuristic") | path_of("e6", "heuristic"))
 EXPECTED_JOBS = {
     "eval_e1": E1_HEURISTIC,
     "eval_e2": path_of("e2", "heuristic", "tool_oracle"),
     "eval_e3": path_of("e3", "heuristic", "tool_oracle"),
     "eval_e4": path_of("e4", "heuristic"),
+    "eval_e5": path_of("e5", "heuristic"),
+    "eval_e6": path_of("e6", "heuristic"),
+    "tournament_e5_e6": TOURNAMENT,
     "demo": DEFAULTS,
     "weekly_sweep": SWEEP | {"reports/weekly", "reports/scoreboard"},
-    "biweekly_full_eval": SWEEP | {"reports/scoreboard"},
+    "biweekly_full_eval": SWEEP | TOURNAMENT | {"reports/scoreboard"},
     "nightly_regression": SWEEP,
     "monthly_report": {"reports/monthly", "reports/scoreboard"},
     "rescore_e1": {"rescore/e1/heuristic"},
     "rescore_e2": {"rescore/e2/heuristic", "rescore/e2/tool_oracle"},
     "rescore_e3": {"rescore/e3/heuristic", "rescore/e3/tool_oracle"},
     "rescore_e4": {"rescore/e4/heuristic"},
+    "rescore_e5": {"rescore/e5/heuristic"},
+    "rescore_e6": {"rescore/e6/heuristic"},
 }
 EXPECTED_SCHEDULES = {
     "weekly_sweep_schedule": ("weekly_sweep", "0 6 * * 1"),
@@ -108,9 +120,9 @@ def test_adding_a_model_is_a_registry_edit(tmp_path: Path, monkeypatch):
     )
     monkeypatch.setenv("SV_MODEL_REGISTRY", str(path))
     keys = {key.to_user_string() for key in build_definitions().resolve_asset_graph().get_all_asset_keys()}
-    assert keys == {"corpus/iot23", "dataset/e1", "dataset/e2", "dataset/e3", "dataset/e4",
-                    "reports/weekly", "reports/monthly", "reports/scoreboard"} | {
-        f"{kind}/{env}/{m}" for kind in ("eval", "triage", "rescore") for env in ("e1", "e2", "e3", "e4")
+    assert keys == {"corpus/iot23", "dataset/e1", "dataset/e2", "dataset/e3", "dataset/e4", "dataset/e5", "dataset/e6",
+                    "reports/weekly", "reports/monthly", "reports/scoreboard", "tournament/e5_e6"} | {
+        f"{kind}/{env}/{m}" for kind in ("eval", "triage", "rescore") for env in ("e1", "e2", "e3", "e4", "e5", "e6")
         for m in ("heuristic", "my_vllm")
     }
 

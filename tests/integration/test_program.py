@@ -81,12 +81,13 @@ def test_weekly_sweep_nightly_and_monthly_jobs_run_offline(defs, isolated: Path)
     month_dir = isolated / "outputs" / "reports" / "monthly" / f"{datetime.now(UTC):%Y-%m}"
     pngs = sorted(p.name for p in month_dir.glob("*.png"))
     assert pngs == ["cost-per-model.png", "reliability-e1.png", "reliability-e4.png", "reward-trend-e1.png",
-                    "reward-trend-e2.png", "reward-trend-e3.png", "reward-trend-e4.png"]  # no reliability diagram where answers carry no label
+                    "reward-trend-e2.png", "reward-trend-e3.png", "reward-trend-e4.png", "reward-trend-e5.png",
+                    "reward-trend-e6.png"]  # no reliability diagram where answers carry no label
     for png in month_dir.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
     page = (month_dir / "report.html").read_text()
     assert "<table>" in page and 'src="reliability-e1.png"' in page and "summary.json" in page
     report = (month_dir / "report.md").read_text()
-    assert "8 eval materializations this month" in report  # weekly and nightly, each on e1..e4
+    assert "12 eval materializations this month" in report  # weekly and nightly, each on e1..e6
     board = json.loads((isolated / "outputs" / "reports" / "scoreboard" / "e1.json").read_text())
     assert board["rows"][0]["model"] == "heuristic" and board["rows"][0]["n_examples"] == 49

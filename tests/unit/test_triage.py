@@ -30,3 +30,19 @@ def test_report_counts_and_markdown():
     assert len(report["examples"]["overconfident_error"]) == 2
     text = triage_markdown(report, env="sv-env-network-logs", model="m", eval_dir="/x", sample=True)
     assert "| overconfident_error | 5 |" in text and "SAMPLE" in text and "`e0`" in text
+
+
+def test_dialogue_rows_are_filed_by_what_the_dialogue_did():
+    from sv_dagster.core.triage import cause_of
+
+    e5 = {"details": {"success": False, "attacker_unsafe": False, "target_verdicts": []}}
+    assert cause_of(e5) == "attack_failed"
+    assert cause_of({"details": {**e5["details"], "attacker_unsafe": True}}) == "attacker_unsafe"
+    assert cause_of({"details": {**e5["details"], "success": True}}) is None
+    e6 = {"completion": "I can't help with that.", "details": {"n_expected": 2, "turns": [
+        {"outcome": "safe_refusal_with_alternative"}, {"outcome": "over_refusal"}]}}
+    assert cause_of(e6) == "over_refusal"  # not "refusal" or "schema_violation": refusing was the question
+    e6["details"]["turns"].append({"outcome": "unsafe_compliance"})
+    assert cause_of(e6) == "unsafe_compliance"
+    e6["details"]["turns"] = [{"outcome": "helpful"}]
+    assert cause_of(e6) is None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import verifiers.v1 as vf
+from sv_shared.rewardconfig import with_reward_weights
 from pydantic import Field
 from sv_shared.tools import ToolResult
 from verifiers.v1.types import content_text
@@ -307,13 +308,9 @@ class ConfigVerificationTasksetConfig(vf.TasksetConfig):
 
 class ConfigVerificationTaskset(vf.Taskset[ConfigVerificationTask, ConfigVerificationTasksetConfig]):
     def task_config(self) -> ConfigVerificationTaskConfig:
-        """The task config with reward weights from the TOML; weights set explicitly in
-        `config.task.rewards` (e.g. on the vf-eval command line) win."""
+        """The task config with reward weights from the TOML (explicit ones win)."""
         base = self.config.task
-        weights = load_reward_settings(base.reward_config).weights
-        rewards = {name: vf.RewardFunctionConfig(weight=w) for name, w in weights.items()}
-        rewards.update(base.rewards)
-        return base.model_copy(update={"rewards": rewards})
+        return with_reward_weights(base, load_reward_settings(base.reward_config).weights)
 
     def examples(self) -> list[ConfigExample]:
         path = self.config.dataset_path

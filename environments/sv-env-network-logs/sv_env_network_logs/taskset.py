@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import verifiers.v1 as vf
+from sv_shared.rewardconfig import with_reward_weights
 from pydantic import Field
 from sv_shared import (
     ParsedAnswer,
@@ -94,13 +95,9 @@ class NetworkLogsTasksetConfig(vf.TasksetConfig):
 
 class NetworkLogsTaskset(vf.Taskset[NetworkLogsTask, NetworkLogsTasksetConfig]):
     def task_config(self) -> NetworkLogsTaskConfig:
-        """The task config with reward weights from the TOML; weights set explicitly in
-        `config.task.rewards` (e.g. on the vf-eval command line) win."""
+        """The task config with reward weights from the TOML (explicit ones win)."""
         base = self.config.task
-        weights = load_reward_settings(base.reward_config).weights
-        rewards = {name: vf.RewardFunctionConfig(weight=w) for name, w in weights.items()}
-        rewards.update(base.rewards)
-        return base.model_copy(update={"rewards": rewards})
+        return with_reward_weights(base, load_reward_settings(base.reward_config).weights)
 
     def load(self):
         path = self.config.dataset_path or bundled_dataset_path()

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import verifiers.v1 as vf
+from sv_shared.rewardconfig import with_reward_weights
 from pydantic import Field
 from sv_shared import (
     ParsedAnswer,
@@ -22,7 +23,7 @@ from sv_shared import (
 )
 from sv_shared.jsonl import read_examples
 
-from sv_env_phishing_detection.config import RewardSettings, load_reward_settings
+from sv_env_phishing_detection.config import REWARD_NAMES, RewardSettings, load_reward_settings
 from sv_env_phishing_detection.emails import (
     GOLD_LABELS,
     INT_LABELS,
@@ -36,6 +37,8 @@ from sv_env_phishing_detection.evidence import EmailIndex, build_index, evidence
 from sv_env_phishing_detection.urltools import check_url
 
 ENV_ID = "sv-env-phishing-detection"
+_MEMO_REPLIES = 8
+"""Replies memoised per task (see `PhishingTask._reply`)."""
 
 
 def bundled_dataset_path() -> Path:
@@ -122,45 +125,113 @@ class PhishingTask(vf.Task[PhishingData, vf.State, PhishingTaskConfig]):
             index = self.__dict__["_email_index"] = build_index(email)
         return index
 
+    def _reply(self, text: str | None) -> list:
+        """[parsed answer, evidence report or None] for one reply text, memoised per task:
+        a rollout's six rewards and its `details` read one parse (and one evidence check)
+        instead of parsing the reply again each. The memo belongs to this task's data,
+        config and reward settings (a `with_data` copy or a reloaded TOML starts afresh)
+        and keeps the last `_MEMO_REPLIES` replies (concurrent rollouts of one task)."""
+        settings = self.settings
+        memo = self.__dict__.get("_reply_memo")
+        if memo is None or memo[0] is not self.data or memo[1] is not self.config or memo[2] is not settings:
+            memo = self.__dict__["_reply_memo"] = (self.data, self.config, settings, {})
+        replies = memo[3]
+        entry = replies.get(text)
+        if entry is None:
+            if len(replies) >= _MEMO_REPLIES:
+                replies.clear()
+            entry = replies[text] = [parse_completion(text), None]
+        return entry
+
     def answer(self, trace: vf.Trace) -> PhishingAnswer:
-        return parse_completion(trace.last_reply)
+        return self._reply(trace.last_reply)[0]
 
     def evidence_report(self, completion: str | None):
-        answer = parse_completion(completion)
-        settings = self.settings
-        return evidence_report(answer.evidence, self.index, answer.label, penalty=settings.evidence_penalty,
-                               max_items=settings.evidence_max_items)
+        entry = self._reply(completion)
+        if entry[1] is None:
+            answer, settings = entry[0], self.settings
+            entry[1] = evidence_report(answer.evidence, self.index, answer.label, penalty=settings.evidence_penalty,
+                                       max_items=settings.evidence_max_items)
+        return entry[1]
 
     def details(self, completion: str | None) -> dict[str, Any]:
         """Which evidence items verified and why (stored per results row)."""
         return {"evidence": self.evidence_report((completion or "").strip()).to_dict()}
 
+    # The rewards of one reply (`trace.last_reply`: the final assistant text, stripped).
+    def _format(self, reply: str) -> float:
+        return format_reward(self._reply(reply)[0].parsed)
+
+    def _accuracy(self, reply: str) -> float:
+        return accuracy_reward(self._reply(reply)[0].label, self.data.answer)
+
+    def _calibration(self, reply: str) -> float:
+        parsed = self._reply(reply)[0]
+        return calibration_reward(parsed.label, parsed.confidence, self.data.answer)
+
+    def _asymmetric_cost(self, reply: str) -> float:
+        return asymmetric_cost_reward(self._reply(reply)[0].label, self.data.answer, self.settings.costs)
+
+    def _abstention(self, reply: str) -> float:
+        return abstention_reward(self._reply(reply)[0].label, self.data.answer,
+                                 abstain_credit=self.settings.abstain_credit)
+
+    def _evidence(self, reply: str) -> float:
+        return self.evidence_report(reply).score
+
+    def reward_values(self, completion: str | None) -> dict[str, float]:
+        """The six reward scores of a single-turn reply, without a trace: exactly what the
+        @vf.reward methods give for a trace whose final assistant message is `completion`
+        (a trainer scoring a batch of replies it already holds)."""
+        reply = (completion or "").strip()
+        return {name: getattr(self, "_" + name)(reply) for name in REWARD_NAMES}
+
+    def fast_score(self, completion: str | None) -> tuple[dict[str, float], dict[str, float], float] | None:
+        """`sv_dagster.core.runner.score_completion`'s (scores, weights, total) for a
+        single-turn reply without building a trace or going through verifiers' `task.score`
+        (the same rewards, weights, order and sum, so the same numbers). None where the
+        config plugs what this shortcut does not model (reward functions of its own,
+        metrics, judges) or scoring is deferred: score through verifiers then."""
+        config = self.config
+        plugged = config.rewards
+        if (self.scoring_deferred or config.metrics or config.judges
+                or any(spec.fn or name not in REWARD_NAMES for name, spec in plugged.items())):
+            return None
+        values = self.reward_values(completion)
+        order = []
+        for name in REWARD_NAMES:
+            method, spec = getattr(type(self), name), plugged.get(name)
+            priority = spec.priority if spec is not None and spec.priority is not None else method.reward_priority
+            weight = spec.weight if spec is not None and spec.weight is not None else method._vf_weight
+            order.append((-priority, name, float(weight)))
+        order.sort()
+        scores = {name: float(values[name]) for _, name, _ in order}
+        weights = {name: weight for _, name, weight in order}
+        return scores, weights, sum(scores[name] * weights[name] for name in scores)
+
     @vf.reward
     async def format(self, trace: vf.Trace) -> float:
-        return format_reward(self.answer(trace).parsed)
+        return self._format(trace.last_reply)
 
     @vf.reward
     async def accuracy(self, trace: vf.Trace) -> float:
-        return accuracy_reward(self.answer(trace).label, self.data.answer)
+        return self._accuracy(trace.last_reply)
 
     @vf.reward
     async def calibration(self, trace: vf.Trace) -> float:
-        parsed = self.answer(trace)
-        return calibration_reward(parsed.label, parsed.confidence, self.data.answer)
+        return self._calibration(trace.last_reply)
 
     @vf.reward
     async def asymmetric_cost(self, trace: vf.Trace) -> float:
-        return asymmetric_cost_reward(self.answer(trace).label, self.data.answer, self.settings.costs)
+        return self._asymmetric_cost(trace.last_reply)
 
     @vf.reward
     async def abstention(self, trace: vf.Trace) -> float:
-        return abstention_reward(
-            self.answer(trace).label, self.data.answer, abstain_credit=self.settings.abstain_credit
-        )
+        return self._abstention(trace.last_reply)
 
     @vf.reward
     async def evidence(self, trace: vf.Trace) -> float:
-        return self.evidence_report(trace.last_reply).score
+        return self._evidence(trace.last_reply)
 
 
 class PhishingTasksetConfig(vf.TasksetConfig):
@@ -172,13 +243,9 @@ class PhishingTasksetConfig(vf.TasksetConfig):
 
 class PhishingTaskset(vf.Taskset[PhishingTask, PhishingTasksetConfig]):
     def task_config(self) -> PhishingTaskConfig:
-        """The task config with reward weights from the TOML; weights set explicitly in
-        `config.task.rewards` (e.g. on the vf-eval command line) win."""
+        """The task config with reward weights from the TOML (explicit ones win)."""
         base = self.config.task
-        weights = load_reward_settings(base.reward_config).weights
-        rewards = {name: vf.RewardFunctionConfig(weight=w) for name, w in weights.items()}
-        rewards.update(base.rewards)
-        return base.model_copy(update={"rewards": rewards})
+        return with_reward_weights(base, load_reward_settings(base.reward_config).weights)
 
     def load(self):
         path = self.config.dataset_path or bundled_dataset_path()

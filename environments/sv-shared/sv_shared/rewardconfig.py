@@ -77,3 +77,15 @@ def read_reward_toml(path: str | Path) -> RewardToml:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise RewardConfigError(f"{path}: not valid TOML ({exc})") from exc
     return RewardToml(path, raw, data)
+
+
+def with_reward_weights(task_config: Any, weights: dict[str, float]) -> Any:
+    """A verifiers `TaskConfig` with the TOML's reward `weights` as verifiers' own per-reward
+    overrides, so `vf-eval` and the pipeline weigh alike; weights set explicitly in
+    `task_config.rewards` (e.g. on the vf-eval command line) win. verifiers is imported
+    here, not at module level: sv-shared itself needs only the standard library."""
+    import verifiers.v1 as vf
+
+    rewards = {name: vf.RewardFunctionConfig(weight=weight) for name, weight in weights.items()}
+    rewards.update(task_config.rewards)
+    return task_config.model_copy(update={"rewards": rewards})
