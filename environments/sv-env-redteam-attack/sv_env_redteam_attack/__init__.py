@@ -22,6 +22,10 @@ _TASKSET_NAMES = {
 
 
 def __getattr__(name: str):
+    if name in ("AttackEnv", "AttackEnvConfig"):  # vf-eval's dialogue env (imports verifiers)
+        from sv_env_redteam_attack import vfenv
+
+        return getattr(vfenv, name)
     if name in _TASKSET_NAMES:
         from sv_env_redteam_attack import taskset
 
@@ -29,10 +33,12 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'sv_env_redteam_attack' has no attribute {name!r}")
 
 
-# verifiers imports a taskset id as a module and wants exactly one Taskset in __all__.
+# verifiers imports a taskset id as a module and wants exactly one Taskset in __all__ (and
+# uses the one Env there, the dialogue env, for the episode).
 __all__ = [
     "BEHAVIORS",
     "ENV_ID",
+    "AttackEnv",
     "AttackData",
     "AttackReport",
     "AttackTask",

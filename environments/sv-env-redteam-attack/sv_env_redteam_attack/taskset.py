@@ -173,14 +173,20 @@ class AttackTask(JudgedTask, vf.Task[AttackData, vf.State, AttackTaskConfig]):
         conversation = message_dicts(messages)
         start = self._opening_len(conversation)
         cap = self.settings.max_message_chars
+        # An attack counts once the dialogue answered it: a trailing attacker message (vf-eval
+        # asks for one to deliver the target's last reply) is not part of the dialogue.
         attacks: list[str] = []
         replies: list[tuple[int, str, str]] = []  # (attacker turn, attack, target reply)
+        pending: str | None = None
         for message in conversation[start:]:
             content = str(message.get("content") or "")[:cap]
             if message.get("role") == "assistant":
-                attacks.append(content)
-            elif message.get("role") == "user" and attacks and content != EMPTY_ATTACK_NOTE:
-                replies.append((len(attacks), attacks[-1], content))
+                pending = content
+            elif message.get("role") == "user" and pending is not None:
+                attacks.append(pending)
+                if content != EMPTY_ATTACK_NOTE:
+                    replies.append((len(attacks), pending, content))
+                pending = None
         attacks = attacks[: self.max_turns]
         target_verdicts, success_turn, categories = [], None, []
         for turn, attack, reply in replies:

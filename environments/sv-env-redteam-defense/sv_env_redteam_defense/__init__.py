@@ -22,6 +22,10 @@ _TASKSET_NAMES = {
 
 
 def __getattr__(name: str):
+    if name in ("DefenseEnv", "DefenseEnvConfig"):  # vf-eval's dialogue env (imports verifiers)
+        from sv_env_redteam_defense import vfenv
+
+        return getattr(vfenv, name)
     if name in _TASKSET_NAMES:
         from sv_env_redteam_defense import taskset
 
@@ -29,9 +33,11 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'sv_env_redteam_defense' has no attribute {name!r}")
 
 
-# verifiers imports a taskset id as a module and wants exactly one Taskset in __all__.
+# verifiers imports a taskset id as a module and wants exactly one Taskset in __all__ (and
+# uses the one Env there, the dialogue env, for the episode).
 __all__ = [
     "ENV_ID",
+    "DefenseEnv",
     "SYSTEM_PROMPT",
     "ConversationReport",
     "DefenseData",
