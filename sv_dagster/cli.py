@@ -32,8 +32,10 @@ def _fmt(value: Any) -> str:
     return "-" if value is None else str(value)
 
 
-def format_table(rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...]) -> str:
-    columns = (("model", "model"), ("n", "n_examples"), *columns)
+def format_table(
+    rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...], first: tuple[str, str] = ("model", "model")
+) -> str:
+    columns = (first, ("n", "n_examples"), *columns)
     header = [title for title, _ in columns]
     body = [[_fmt(row.get(key)) for _, key in columns] for row in rows]
     widths = [max(len(cell) for cell in column) for column in zip(header, *body)]
@@ -67,13 +69,13 @@ def _tournament_text(path: Path) -> str:
     data = json.loads((path / "tournament.json").read_text())
     lines = [f"\n== tournament: E5 attacker {data['attacker']['name']} vs E6 defender {data['defender']['name']} (SAMPLE data)"]
     rows = [
-        {"model": f"round {r['round']}", "n_examples": r["n_behaviors"], "success": r["attacker_success_rate"],
+        {"round": r["round"], "n_examples": r["n_behaviors"], "success": r["attacker_success_rate"],
          "ci": "-" if not r["attacker_success_ci95"] else "[{:.2f}, {:.2f}]".format(*r["attacker_success_ci95"]),
          "known": r["known_attacks"], "unsafe": r["defender_unsafe_rate"], "over": r["defender_over_refusal_rate"]}
         for r in data["rounds"]
     ]
     lines.append(format_table(rows, (("attacker success", "success"), ("95% CI", "ci"), ("known attacks", "known"),
-                                     ("defender unsafe", "unsafe"), ("over-refusal", "over"))))
+                                     ("defender unsafe", "unsafe"), ("over-refusal", "over")), first=("round", "round")))
     lines.append(f"  {_shown(path)}/{{tournament.json,success_curve.png}}")
     lines.append("  " + _classifier_line(data.get("classifier"), data.get("classifier_agreement") or {}))
     return "\n".join(lines)

@@ -358,6 +358,8 @@ async def run_eval(
     (see `compact_results`); without it the file starts empty. Call `backend.preflight()`
     first to fail early on an unreachable endpoint.
     """
+    if results_path.exists() and not results_path.is_file():  # never unlink /dev/null or a folder
+        raise ValueError(f"results path {results_path} exists and is not a regular file")
     results_path.parent.mkdir(parents=True, exist_ok=True)
     if resume:
         finished = compact_results(results_path)

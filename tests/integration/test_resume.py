@@ -111,3 +111,17 @@ def test_dagster_resume_run_id_continues_the_folder(isolated: Path, monkeypatch)
     assert len(ids) == len(set(ids)) == total
     metadata = instance.get_latest_materialization_event(dg.AssetKey(["eval", "e1", "loop"])).asset_materialization.metadata
     assert metadata["eval_run_id"].value == first.run_id and metadata["resumed_examples"].value == len(kept)
+
+
+def test_a_results_path_that_is_not_a_regular_file_is_refused(tmp_path: Path):
+    import asyncio
+
+    import pytest
+
+    from sv_dagster.core.runner import run_eval
+
+    with pytest.raises(ValueError, match="not a regular file"):
+        asyncio.run(run_eval([], None, Path(os.devnull)))
+    assert Path(os.devnull).is_char_device()
+    with pytest.raises(ValueError, match="not a regular file"):
+        asyncio.run(run_eval([], None, tmp_path))
