@@ -10,15 +10,17 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 # The project's own Dagster instance unless DAGSTER_HOME is set.
 export DAGSTER_HOME ?= $(CURDIR)/.dagster
 
-EVAL_TARGETS := eval-e1 eval-e2 eval-e3 eval-e4
+EVAL_TARGETS := eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
 .PHONY: setup system-packages demo test ui bench lock clean samples check $(EVAL_TARGETS)
 
 # make eval-e1 MODELS="gpt-5-mini heuristic" N=32 [SEED=42]
 # make eval-e2 MODELS="gpt-5-mini tool-oracle" N=10 INCLUDE_TOOLS=false
+# make eval-e5 MODELS=gpt-5-mini TARGET=llama-3.1-8b N=20   (TARGET: the model E5 attacks)
 MODELS ?= heuristic
 N ?=
 SEED ?= 42
 INCLUDE_TOOLS ?= true
+TARGET ?= heuristic
 
 setup: $(STAMP) $(TOOLS_STAMP) system-packages
 
@@ -57,7 +59,7 @@ test: setup
 	$(BIN)/python -m pytest
 
 $(EVAL_TARGETS): eval-%: setup
-	$(BIN)/sv-dagster eval $* --models $(MODELS) --seed $(SEED) --include-tools $(INCLUDE_TOOLS) $(if $(N),--n $(N))
+	$(BIN)/sv-dagster eval $* --models $(MODELS) --seed $(SEED) --include-tools $(INCLUDE_TOOLS) --target $(TARGET) $(if $(N),--n $(N))
 
 # The regression gate over the latest evals (exit 1 on a regression), as CI would run it.
 check: setup

@@ -48,6 +48,8 @@ SCORING_TARGETS = {
 REDTEAM_TARGETS = {
     "e4_rewards_per_s": 5_000.0,
     "safety_classifier_texts_per_s": 2_000.0,
+    # Issue 7: three-turn dialogues against the loopback model at 100 ms per call.
+    "e5_dialogues_per_hour": 100_000.0,
 }
 
 SCALE_CHILD = """
@@ -250,6 +252,8 @@ def bench_dialogues(n: int = 400, concurrency: int = 32, delay_s: float = 0.1) -
                 seconds = time.perf_counter() - start
                 calls = len(server.requests)
             out[f"{short}_dialogues_per_s"] = run.summary["n_examples"] / seconds
+            out[f"{short}_dialogues_per_hour"] = 3600 * run.summary["n_examples"] / seconds
+            out[f"{short}_model_turns_per_dialogue"] = calls / run.summary["n_examples"]
             out[f"{short}_model_turns_per_s"] = calls / seconds
             out[f"{short}_dialogues"] = run.summary["n_examples"]
             out[f"{short}_dialogue_errors"] = run.summary["n_errors"]

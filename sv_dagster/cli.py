@@ -3,6 +3,7 @@
     sv-dagster demo [--job demo]      run a job in-process on the project's instance and
                                       print each eval's headline metrics and artifact paths
     sv-dagster eval e1 --models heuristic gpt-5-mini [--n 32] [--seed 42] [--include-tools false]
+    sv-dagster eval e5 --models gpt-5-mini --target llama-3.1-8b [--n 20]
                                       evaluate registry models (one Dagster run, in the UI)
     sv-dagster baseline record EVAL_DIR
                                       make an eval folder its (env, model)'s regression baseline
@@ -137,7 +138,7 @@ def run_demo(job_name: str) -> int:
 
 def run_eval_command(
     env_short: str, models: list[str], n: int | None, seed: int, split: str, concurrency: int | None,
-    include_tools: bool = True,
+    include_tools: bool = True, target: str = "heuristic",
 ) -> int:
     """`make eval-e1 MODELS="..." N=32`: materialize eval/<env>/<model> for each model,
     as one Dagster run on the project's instance (so it shows in the UI with lineage).
@@ -152,7 +153,7 @@ def run_eval_command(
     started = time.perf_counter()
     defs = build_definitions()  # with the registry as it is now
     env, registry = ENVS[env_short], load_registry()
-    unknown = [name for name in models if name not in registry]
+    unknown = [name for name in [*models, target] if name not in registry]
     if unknown:
         print(f"unknown model(s) {unknown}; the registry has {sorted(registry)}", file=sys.stderr)
         return 2
@@ -161,7 +162,8 @@ def run_eval_command(
     selection = dg.AssetSelection.assets(*keys)
     if instance.get_latest_materialization_event(dg.AssetKey(["dataset", env.short])) is None:
         selection = selection.upstream()
-    op_config = {"limit": n, "seed": seed, "split": split, "concurrency": concurrency, "include_tools": include_tools}
+    op_config = {"limit": n, "seed": seed, "split": split, "concurrency": concurrency, "include_tools": include_tools,
+                 "target_model": target}
     run_config = {
         **QUIET,
         "ops": {"__".join(key.path): {"config": op_config} for key in keys},
@@ -239,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     evals.add_argument("--seed", type=int, default=42)
     evals.add_argument("--split", default="test")
     evals.add_argument("--concurrency", type=int, default=None)
+    evals.add_argument("--target", default="heuristic",
+                       help="E5: the registry model the attacker talks to (default: the rule-based defender)")
     evals.add_argument("--include-tools", choices=["true", "false"], default="true",
                        help="offer the environment's tools to the model (E2); false = answer from the prompt alone")
     again = commands.add_parser("rescore", help="re-score stored completions with the current verifier")
@@ -262,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "eval":
         models = [name for chunk in args.models for name in chunk.split()]
         return run_eval_command(args.env, models, args.n, args.seed, args.split, args.concurrency,
-                                args.include_tools == "true")
+                                args.include_tools == "true", args.target)
     if args.command == "lineage":
         from sv_dagster.core.lineage import main_lineage
 

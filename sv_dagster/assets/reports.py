@@ -13,6 +13,7 @@ from pydantic import Field
 
 from sv_dagster.assets.common import write_json
 from sv_dagster.assets.recipe import Artifact, provenance_asset
+from sv_dagster.assets.tournament import TOURNAMENT
 from sv_dagster.core.paths import outputs_root
 from sv_dagster.core.reports import (
     EvalRecord,
@@ -124,11 +125,12 @@ def build_report_assets(eval_keys: list[dg.AssetKey]) -> list[dg.AssetsDefinitio
 
     @provenance_asset(
         key=["reports", "monthly"],
-        deps=deps,
+        deps=[*deps, TOURNAMENT],
         group_name="reports",
         kinds={"html", "markdown"},
         description="Monthly consolidated report (Markdown and HTML with PNG plots: reliability diagrams, "
-        "reward trends per model and env, cost per model) over the month's eval materializations.",
+        "reward trends per model and env, cost per model, attacker success curves) over the month's eval "
+        "and tournament materializations.",
     )
     def monthly(context: dg.AssetExecutionContext, config: MonthlyConfig) -> Artifact:
         month = config.month or f"{datetime.now(UTC):%Y-%m}"
@@ -138,11 +140,18 @@ def build_report_assets(eval_keys: list[dg.AssetKey]) -> list[dg.AssetsDefinitio
             r for r in eval_records(context.instance, deps, after=start.timestamp(), per_asset=500)
             if r.timestamp < end.timestamp()
         ]
-        files = monthly_report(month, records, outputs_root() / "reports" / "monthly" / month)
+        tournaments = [
+            (record.timestamp, Path(record.asset_materialization.metadata["artifact_path"].value))
+            for record in context.instance.fetch_materializations(
+                dg.AssetRecordsFilter(asset_key=TOURNAMENT, after_timestamp=start.timestamp(),
+                                      before_timestamp=end.timestamp()), limit=100).records
+        ]
+        files = monthly_report(month, records, outputs_root() / "reports" / "monthly" / month, tournaments)
         return Artifact(
             path=files["markdown"].parent,
             config={"month": month},
-            facts={"n_evals": len(records), "evals": sorted({f"{r.env}/{r.model}" for r in records})},
+            facts={"n_evals": len(records), "evals": sorted({f"{r.env}/{r.model}" for r in records}),
+                   "n_tournaments": len(tournaments)},
             metadata={"n_evals": len(records), "html": dg.MetadataValue.path(str(files["html"]))},
             files=files,
         )

@@ -177,9 +177,12 @@ def reliability_points(run_dir: Path, n_bins: int = 10) -> list[tuple[float, flo
     ]
 
 
-def monthly_report(month: str, records: Sequence[EvalRecord], out_dir: Path) -> dict[str, Path]:
+def monthly_report(
+    month: str, records: Sequence[EvalRecord], out_dir: Path, tournaments: Sequence[tuple[float, Path]] = ()
+) -> dict[str, Path]:
     """Markdown + HTML with PNG plots: reliability diagrams, reward trends per model and
-    env, cost per model. Returns the files written."""
+    env, cost per model, and the attacker success curves of the month's E5<->E6
+    tournaments (`tournaments`: (timestamp, tournament folder)). Returns the files written."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display here or on servers
@@ -241,7 +244,27 @@ def monthly_report(month: str, records: Sequence[EvalRecord], out_dir: Path) -> 
         md += [f"![trend]({files[f'trend_{env}'].name})", ""]
     md += ["## Cost", "", f"![cost]({files['cost'].name})", ""]
     md += [f"- {model}: ${cost:.4f}" for model, cost in sorted(costs.items())]
-    md += ["", "Attacker success curves appear once E5 evals exist.", ""]
+    md += ["", "## Attacker success (E5<->E6 tournaments)", ""]
+    loaded = [(ts, path, json.loads((path / "tournament.json").read_text())) for ts, path in tournaments
+              if (path / "tournament.json").exists()]
+    if loaded:
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        md += ["| date | attacker | defender | success per round | judged by | tournament |", "|---|---|---|---|---|---|"]
+        for ts, path, data in sorted(loaded, key=lambda item: item[0]):
+            label = f"{datetime.fromtimestamp(ts):%m-%d %H:%M} {data['attacker']['name']} vs {data['defender']['name']}"
+            rounds = data["rounds"]
+            ax.plot([r["round"] for r in rounds], [r["attacker_success_rate"] for r in rounds], "o-", label=label)
+            curve = " -> ".join(f"{r['attacker_success_rate']:.2f}" for r in rounds if r["attacker_success_rate"] is not None)
+            md.append(f"| {datetime.fromtimestamp(ts):%Y-%m-%d} | {data['attacker']['name']} | {data['defender']['name']} "
+                      f"| {curve} | {data.get('classifier')} | [summary]({path / 'tournament.json'}) |")
+        ax.set(xlabel="round", ylabel="attacker success", ylim=(-0.02, 1.02), title="Attacker success per round")
+        ax.legend(fontsize=6)
+        files["attacker_success"] = out_dir / "attacker-success.png"
+        fig.savefig(files["attacker_success"], dpi=90, bbox_inches="tight")
+        plt.close(fig)
+        md += ["", f"![attacker success]({files['attacker_success'].name})", ""]
+    else:
+        md += ["No tournament ran this month.", ""]
     files["markdown"] = out_dir / "report.md"
     files["markdown"].write_text("\n".join(md), encoding="utf-8")
     files["html"] = out_dir / "report.html"

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dagster as dg
 
 from sv_dagster.assets.evals import eval_asset_key, rescore_asset_key
+from sv_dagster.assets.tournament import TOURNAMENT
 from sv_dagster.assets.triage import triage_asset_key
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.registry import ModelSpec
@@ -28,7 +29,6 @@ STANDARD_SEED = 42
 REPORTS_WEEKLY = dg.AssetKey(["reports", "weekly"])
 REPORTS_MONTHLY = dg.AssetKey(["reports", "monthly"])
 SCOREBOARD = dg.AssetKey(["reports", "scoreboard"])
-TOURNAMENT = dg.AssetKey(["tournament", "e5_e6"])
 
 
 def _default_models(env: EnvSpec, models: dict[str, ModelSpec]) -> list[ModelSpec]:

@@ -89,3 +89,24 @@ def test_eval_command_runs_the_named_models_with_n_and_seed(isolated: Path, monk
     (run,) = instance.get_runs()
     assert run.tags["sv/trigger"] == "eval-command"
     assert main(["eval", "e1", "--models", "nope"]) == 2
+
+
+def test_eval_e5_command_attacks_the_named_target_model(isolated: Path, monkeypatch, capsys):
+    """`make eval-e5 MODELS=heuristic TARGET=loop-llm N=4`: the scripted attacker against a
+    registry model served over HTTP, recorded as the target in the eval's metadata."""
+    from sv_dagster.cli import main
+    from tests.support.openai_server import LoopbackOpenAIServer
+    from tests.support.registry import loopback_registry
+
+    with LoopbackOpenAIServer(lambda req: "I can't help with that, but I can suggest safety resources.") as server:
+        registry = loopback_registry(isolated / "models.yaml", server.base_url, name="loop-llm")
+        monkeypatch.setenv("SV_MODEL_REGISTRY", str(registry))
+        assert main(["eval", "e5", "--models", "heuristic", "--target", "loop-llm", "--n", "4"]) == 0
+        assert len(server.requests) == 4 * 3  # four behaviors, three refused attacks each
+    out = capsys.readouterr().out
+    assert "judged by sv-rules-safety@" in out
+    (run_dir,) = (isolated / "outputs" / "evals" / "sv-env-redteam-attack--heuristic").iterdir()
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    assert metadata["counterpart_model"]["name"] == "loop-llm"
+    assert json.loads((run_dir / "summary.json").read_text())["attack_success_rate"] == 0.0
+    assert main(["eval", "e5", "--models", "heuristic", "--target", "nope"]) == 2

@@ -76,11 +76,15 @@ def test_weekly_sweep_nightly_and_monthly_jobs_run_offline(defs, isolated: Path)
     weekly_md = (isolated / "outputs" / "reports" / "weekly" / f"{week[0]}-W{week[1]:02d}.md").read_text()
     assert "| e1 | heuristic |" in weekly_md and "SAMPLE" in weekly_md and "summary.json" in weekly_md
 
+    tournament = defs.resolve_job_def("tournament_e5_e6").execute_in_process(
+        instance=instance, run_config={"ops": {"tournament__e5_e6": {"config": {"rounds": 2, "limit": 6}}}})
+    assert tournament.success
+
     monthly = defs.resolve_job_def("monthly_report").execute_in_process(instance=instance)
     assert monthly.success
     month_dir = isolated / "outputs" / "reports" / "monthly" / f"{datetime.now(UTC):%Y-%m}"
     pngs = sorted(p.name for p in month_dir.glob("*.png"))
-    assert pngs == ["cost-per-model.png", "reliability-e1.png", "reliability-e4.png", "reward-trend-e1.png",
+    assert pngs == ["attacker-success.png", "cost-per-model.png", "reliability-e1.png", "reliability-e4.png", "reward-trend-e1.png",
                     "reward-trend-e2.png", "reward-trend-e3.png", "reward-trend-e4.png", "reward-trend-e5.png",
                     "reward-trend-e6.png"]  # no reliability diagram where answers carry no label
     for png in month_dir.glob("*.png"):
@@ -88,6 +92,7 @@ def test_weekly_sweep_nightly_and_monthly_jobs_run_offline(defs, isolated: Path)
     page = (month_dir / "report.html").read_text()
     assert "<table>" in page and 'src="reliability-e1.png"' in page and "summary.json" in page
     report = (month_dir / "report.md").read_text()
-    assert "12 eval materializations this month" in report  # weekly and nightly, each on e1..e6
+    assert "12 eval materializations this month" in report  # weekly and nightly, each on e1..e6 (not the tournament's own)
+    assert "## Attacker success" in report and "| heuristic | heuristic |" in report and "tournament.json" in report
     board = json.loads((isolated / "outputs" / "reports" / "scoreboard" / "e1.json").read_text())
     assert board["rows"][0]["model"] == "heuristic" and board["rows"][0]["n_examples"] == 49
