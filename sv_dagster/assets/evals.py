@@ -55,6 +55,7 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
         key=eval_asset_key(env, model),
         ins={"dataset": dg.AssetIn(key=["dataset", env.short])},
         group_name="evals",
+        pool=model.pool,
         kinds={"json"},
         tags={"sv/env": env.short, "sv/model": model.key, "sv/backend": model.backend},
         description=f"{env.env_id} evaluated with {model.name} ({model.backend}: {model.model}). {model.description}".strip(),

@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -68,6 +69,17 @@ class ModelSpec:
     @property
     def key(self) -> str:
         return slug(self.name)
+
+    @property
+    def pool(self) -> str | None:
+        """The Dagster concurrency pool of this model's eval assets: one per endpoint (host and
+        port), so models served by one provider or vLLM server share it and a sweep runs one
+        eval per endpoint at a time (`concurrency.pools` in dagster.yaml); each eval keeps its
+        own request concurrency. None for the embedded backends, which call nothing."""
+        if self.backend in ("heuristic", "oracle") or not self.base_url:
+            return None
+        netloc = urlsplit(self.base_url).netloc.lower() or self.base_url
+        return "endpoint-" + re.sub(r"[^a-z0-9.]+", "-", netloc).strip("-")
 
     def supports(self, env: str) -> bool:
         return not self.envs or env in self.envs
