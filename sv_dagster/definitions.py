@@ -7,6 +7,7 @@ a definition set with any asset declared otherwise.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Iterable
 
@@ -55,6 +56,8 @@ def data_assets(env_short: str) -> list[dg.AssetsDefinition]:
 
 def build_definitions() -> dg.Definitions:
     load_dotenv(PROJECT_ROOT / ".env")  # API keys and endpoints; .env is git-ignored
+    if os.environ.get("SV_SECRETS_FILE"):  # or a dotenv file kept outside the repository
+        load_dotenv(os.environ["SV_SECRETS_FILE"])
     models = load_registry()
     envs = list(ENVS.values())
     evals = [a for env in envs for a in build_eval_assets(env, models)]

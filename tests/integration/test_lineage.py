@@ -154,7 +154,9 @@ def test_monthly_report_lineage_reaches_the_corpora(isolated: Path):
     assert result.success
     tree = lineage(instance, defs, "reports/monthly")
     assert tree.materialized and tree.run_id == result.run_id
-    evals = {node.key: node for node in tree.parents}
+    parents = {node.key: node for node in tree.parents}
+    assert "tournament/e5_e6" in parents and not parents.pop("tournament/e5_e6").materialized  # the curves' source
+    evals = parents
     assert all(key.startswith("eval/") for key in evals) and len(evals) > 3
     heuristic = evals.pop("eval/e1/heuristic")
     assert heuristic.materialized and heuristic.matched
