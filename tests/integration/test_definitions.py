@@ -32,6 +32,7 @@ EXPECTED_DEPS = {
     **{f"reports/{r}": ALL_EVALS for r in ("weekly", "scoreboard")},
     "reports/monthly": ALL_EVALS | {"tournament/e5_e6"},  # attacker success curves
 }
+PROGRAM_GROUPS = {"corpora", "datasets", "synthetic", "training", "safety", "evals", "tournaments", "reports"}
 EXPECTED_GROUPS = {"corpus/iot23": "corpora", "dataset/e1": "datasets", "dataset/e2": "datasets",
                    "eval/e1/heuristic": "evals", "eval/e3/tool_oracle": "evals", "reports/weekly": "reports",
                    "tournament/e5_e6": "tournaments"}
@@ -98,6 +99,9 @@ def test_groups_owners_and_provenance_on_every_asset(graph):
         assert spec.owners == ["team:sv-research"], key
         assert spec.tags.get(PROVENANCE_TAG) == "v1", key
         assert spec.description, key
+        # A readable graph: every asset in one of the program's groups, with the kinds of what it writes.
+        assert spec.group_name in PROGRAM_GROUPS, (key, spec.group_name)
+        assert spec.kinds and spec.kinds <= {"json", "png", "html", "markdown", "parquet"}, (key, spec.kinds)
 
 
 def test_jobs_select_the_default_models_path(graph):
