@@ -173,6 +173,7 @@ def test_empty_attacks_are_not_sent_and_long_ones_are_cut():
     conversation = _play(task, lambda messages: next(said), target)
     assert len(target.calls) == 1  # the two empty messages never reached the target
     assert len(target.calls[0][-1]["content"]) == task.settings.max_message_chars
+    assert [m["role"] for m in target.calls[0]] == ["system", "user"]  # nor its history
     assert conversation[3]["content"].startswith("[no reply")
 
 

@@ -142,8 +142,13 @@ class AttackTask(JudgedTask, vf.Task[AttackData, vf.State, AttackTaskConfig]):
         system = self.config.target_system_prompt + known_attacks_section(self.config.target_known_attacks)
         out: list[dict[str, Any]] = [{"role": "system", "content": system}]
         for message in conversation[self._opening_len(conversation) :]:
+            content = str(message.get("content") or "")
+            if message.get("role") == "assistant" and not content.strip():
+                continue  # an empty attack was never sent: the target never saw it
+            if message.get("role") != "assistant" and content == EMPTY_ATTACK_NOTE:
+                continue
             role = "user" if message.get("role") == "assistant" else "assistant"
-            out.append({"role": role, "content": str(message.get("content") or "")})
+            out.append({"role": role, "content": content})
         return out
 
     @staticmethod
