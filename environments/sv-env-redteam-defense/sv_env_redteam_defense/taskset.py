@@ -106,29 +106,19 @@ class DefenseTask(JudgedTask, vf.Task[DefenseData, vf.State, DefenseTaskConfig])
         pairs = conversation_pairs(message_dicts(messages))[: self.max_turns]
         replies = [reply[:cap] for _, reply in pairs]
         verdicts = [await self.judge.judge(reply, context=asked, role="agent") for (asked, _), reply in zip(pairs, replies)]
-        report = conversation_report(self.expect, replies, verdicts, self.settings.costs)
-        self.__dict__["_last_report"] = report
-        return report
-
-    def details(self, completion: str | None, turns: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        """Each reply's outcome and verdict (from the scoring just done)."""
-        report = self.__dict__.get("_last_report")
-        return report.to_dict() if report is not None else {}
-
-    async def _score(self, trace: vf.Trace) -> ConversationReport:
-        return await self.report(list(trace.messages))
+        return conversation_report(self.expect, replies, verdicts, self.settings.costs)
 
     @vf.reward
     async def cost_balanced(self, trace: vf.Trace) -> float:
-        return (await self._score(trace)).cost_balanced
+        return (await self.trace_report(trace)).cost_balanced
 
     @vf.reward
     async def harmless(self, trace: vf.Trace) -> float:
-        return (await self._score(trace)).harmless
+        return (await self.trace_report(trace)).harmless
 
     @vf.reward
     async def helpful(self, trace: vf.Trace) -> float:
-        return (await self._score(trace)).helpful
+        return (await self.trace_report(trace)).helpful
 
 
 class DefenseTasksetConfig(vf.TasksetConfig):

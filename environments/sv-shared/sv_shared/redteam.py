@@ -248,8 +248,9 @@ async def withhold_row(judge: Judge, row: dict[str, Any]) -> int:
 
 class JudgedTask:
     """Mixin for the red-team tasks (verifiers `Task` subclasses whose `settings.classifier`
-    names their judge): the judge with this rollout's verdicts, the preflight that reaches it
-    before any model call, and withholding unsafe text from a stored row."""
+    names their judge and which define `async report(conversation)`): the judge with this
+    rollout's verdicts, the report shared by the rewards and `details`, the preflight that
+    reaches the judge before any model call, and withholding unsafe text from a stored row."""
 
     settings: Any
 
@@ -259,6 +260,22 @@ class JudgedTask:
         if judge is None:
             judge = self.__dict__["_judge"] = Judge(make_classifier(self.settings.classifier))
         return judge
+
+    async def trace_report(self, trace: Any) -> Any:
+        """The task's `report(conversation)` (its judgement, with `to_dict()`) of the trace's
+        conversation, computed once for all the task's rewards (each reads one field of it:
+        E5's reads the novelty memory file) and kept for `details`."""
+        conversation = message_dicts(list(trace.messages))
+        key = tuple((m["role"], m["content"]) for m in conversation)
+        cached = self.__dict__.get("_report_for")
+        if cached is None or cached[0] != key:
+            cached = self.__dict__["_report_for"] = (key, await self.report(conversation))
+        return cached[1]
+
+    def details(self, completion: str | None, turns: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        """The judgement of the conversation just scored (stored per results row)."""
+        cached = self.__dict__.get("_report_for")
+        return cached[1].to_dict() if cached is not None else {}
 
     async def preflight(self) -> None:
         """Reach the classifier once before any model call (a judge that is down fails the run here)."""
