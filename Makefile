@@ -72,8 +72,12 @@ bench: setup
 	$(BIN)/python bench/run.py
 
 # Maintainers: re-pin the whole dependency set after editing requirements.in or a pyproject.
+# torch resolves against the CPU build on this machine's disk (/opt/wheels), so the lock holds
+# none of the CUDA packages PyPI's build requires; the lock then names plain torch==2.13.0,
+# which pip satisfies from that same file (2.13.0+cpu sorts above 2.13.0).
 lock: setup
-	$(BIN)/uv pip compile requirements.in --python-version 3.11 --no-header -o requirements.lock
+	$(BIN)/uv pip compile requirements.in --python-version 3.11 --no-header --find-links /opt/wheels -o requirements.lock
+	sed -i 's/^torch==2.13.0+cpu$$/torch==2.13.0/' requirements.lock
 	$(BIN)/uv pip compile tools/requirements.in --python-version 3.11 --no-header -o tools/requirements.lock
 
 samples: setup
