@@ -6,14 +6,27 @@ import os
 import re
 from pathlib import Path
 
+from sv_dagster.core.storage import is_url, normalize_root
+
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONFIGS_DIR = PROJECT_ROOT / "configs"
 SAMPLES_DIR = PROJECT_ROOT / "data" / "samples"
 
 
+def outputs_url() -> str | None:
+    """`SV_OUTPUTS_DIR` when it is an fsspec URL (`s3://bucket/prefix`, `file:///...`,
+    `memory://...`): the artifact store that recipes' outputs are published to; else None."""
+    value = os.environ.get("SV_OUTPUTS_DIR") or ""
+    return normalize_root(value) if is_url(value) else None
+
+
 def outputs_root() -> Path:
-    """`SV_OUTPUTS_DIR`, default `./outputs` under the project root (read at call time so
-    tests and runs can point it elsewhere)."""
+    """The local folder recipes write under (read at call time so tests and runs can point it
+    elsewhere): `SV_OUTPUTS_DIR`, default `./outputs` under the project root; when
+    `SV_OUTPUTS_DIR` is a URL, the local staging copy, `SV_STAGING_DIR` or `./.cache/outputs`
+    (caches under it stay local; artifacts are published to the URL, see core/storage.py)."""
+    if outputs_url():
+        return Path(os.environ.get("SV_STAGING_DIR") or PROJECT_ROOT / ".cache" / "outputs").resolve()
     return Path(os.environ.get("SV_OUTPUTS_DIR") or PROJECT_ROOT / "outputs").resolve()
 
 
