@@ -1,4 +1,6 @@
-"""dataset/<env>: curated, de-duplicated, split datasets in each environment's schema."""
+"""dataset/<env>: each environment's corpora normalised to its schema, de-duplicated, split by
+stable hashes and validated (a blocking Great Expectations check on every corpus and dataset;
+see `sv_dagster.assets.data_checks`)."""
 
 from __future__ import annotations
 
@@ -7,82 +9,100 @@ import pandas as pd
 from pydantic import Field
 
 from sv_dagster.assets.common import artifact_dir, write_json
+from sv_dagster.assets.corpora import build_corpus_assets
+from sv_dagster.assets.data_checks import build_corpus_check, build_dataset_check
 from sv_dagster.assets.recipe import Artifact, provenance_asset
-from sv_dagster.core.e1_data import SPLITS, curate_e1, write_jsonl
+from sv_dagster.core.corpora import SourceSpec, load_sources, sources_for
+from sv_dagster.core.corpora.build import DEFAULT_TEST_SOURCE, CorpusInput, DatasetConfigError, build_dataset, check_config
 from sv_dagster.core.envs import EnvSpec
 
-class E1DatasetConfig(dg.Config):
-    dev_frac: float = Field(default=0.1, ge=0.0, le=0.5)
-    test_frac: float = Field(default=0.2, ge=0.0, le=0.5)
 
-@provenance_asset(
-    key=["dataset", "e1"],
-    ins={"corpus": dg.AssetIn(key=["corpus", "iot23"])},
-    group_name="datasets",
-    kinds={"json"},
-    description="E1 examples ({id, question, answer, info}) with stable hash-based train/dev/test splits.",
-)
-def dataset_e1(context: dg.AssetExecutionContext, config: E1DatasetConfig, corpus: Artifact) -> Artifact:
-    sample = bool(corpus.facts.get("sample"))
-    curated = curate_e1(pd.read_parquet(corpus.files["flows"]), sample=sample, dev_frac=config.dev_frac, test_frac=config.test_frac)
-    out = artifact_dir(context, "datasets", "e1")
-    files = {name: out / f"{name}.jsonl" for name in SPLITS}
-    for name in SPLITS:
-        write_jsonl(files[name], curated.splits[name])
-    write_jsonl(out / "rejects.jsonl", curated.rejects)
-    report = {
-        "sample": sample,
-        "corpus": corpus.facts.get("location"),
-        "n_input": curated.n_input,
-        "n_duplicates_dropped": curated.n_duplicates,
-        "n_rejected": len(curated.rejects),
-        "split_sizes": {name: len(rows) for name, rows in curated.splits.items()},
-        "label_counts": curated.label_counts,
-    }
-    write_json(out / "metadata.json", report)
-    for reject in curated.rejects[:20]:
-        context.log.warning(f"dataset/e1 rejected corpus row {reject['row']}: {reject['reason']}")
-    return Artifact(
-        path=out,
-        config=config.model_dump(),
-        facts={"sample": sample},
-        metadata={**report, "label_balance": dg.MetadataValue.md(_balance_table(curated.label_counts))},
-        files={**files, "rejects": out / "rejects.jsonl"},
+class DatasetConfig(dg.Config):
+    dev_frac: float = Field(default=0.1, ge=0.0, le=0.5, description="Share of corpus rows in dev (hash bucket).")
+    test_frac: float = Field(default=0.2, ge=0.0, le=0.5, description="Share of corpus rows in the test bucket.")
+    test_source: str | None = Field(
+        default=None,
+        description='"corpora" (the test bucket of the corpus rows) or "bundled" (the environment package\'s task '
+        "set; corpus rows in the test bucket become corpus_test). Default: corpora for E1, bundled for E2-E6.",
     )
 
-def _balance_table(counts: dict[str, dict[str, int]]) -> str:
-    labels = sorted({label for row in counts.values() for label in row})
-    lines = ["| split | " + " | ".join(labels) + " |", "|---" * (len(labels) + 1) + "|"]
-    lines += [f"| {split} | " + " | ".join(str(row.get(label, 0)) for label in labels) + " |" for split, row in counts.items()]
-    return "\n".join(lines)
+
+_TEST_SPLIT = {
+    "corpora": "test = the corpus rows in the test hash bucket",
+    "bundled": "test = the environment package's bundled task set (what the demo, vf-eval and the regression "
+               "baselines score); corpus rows fill train/dev, and those in the test bucket are `corpus_test`",
+}
+_E3_NOTE = (" E3's corpora are C/C++ functions without tests, so they cannot be executable tasks: they become "
+            "`fix_pairs` (vulnerable -> fixed, for retrieval into SFT prompts) and `functions` (labelled "
+            "vulnerable/clean), and the executable bundled tasks stay the only split.")
 
 
-def build_bundled_dataset_asset(env: EnvSpec) -> dg.AssetsDefinition:
-    """dataset/<env> for an environment that ships its own task set (E2's manifests and
-    Terraform files, E3's vulnerable functions with tests): the package's JSONL, copied as
-    the `test` split with its provenance. Curated corpora for these environments come
-    with the data pipeline; the package's file is what `vf-eval` sees by default too."""
+def build_dataset_asset(env: EnvSpec, sources: list[SourceSpec]) -> dg.AssetsDefinition:
+    ins = {spec.id: dg.AssetIn(key=["corpus", spec.id]) for spec in sources}
+    ood = [spec.id for spec in sources if spec.ood]
 
     @provenance_asset(
         key=["dataset", env.short],
+        ins=ins,
         group_name="datasets",
         kinds={"json"},
-        description=f"{env.env_id}: the task set bundled with the environment package (SAMPLE data the "
-        "project wrote), as the `test` split.",
+        description=f"{env.env_id}: {', '.join(spec.id for spec in sources)} normalised to the environment's schema, "
+        "de-duplicated (content hash and normalised text), split by stable hash "
+        f"({_TEST_SPLIT[DEFAULT_TEST_SOURCE[env.short]]})"
+        + (f"; {', '.join(ood)} kept apart as the `ood` split" if ood else "") + "."
+        + (_E3_NOTE if env.short == "e3" else "")
+        + " Rows are labelled sample: true when any input is a sample.",
     )
-    def bundled_dataset(context: dg.AssetExecutionContext) -> Artifact:
+    def dataset(context: dg.AssetExecutionContext, config: DatasetConfig, **corpora: Artifact) -> Artifact:
+        try:  # a bad config fails before any work
+            test_source = check_config(env.short, dev_frac=config.dev_frac, test_frac=config.test_frac,
+                                       test_source=config.test_source)
+        except DatasetConfigError as exc:
+            raise dg.Failure(description=str(exc)) from exc
+        inputs = [
+            CorpusInput(spec, pd.read_parquet(corpora[spec.id].files["rows"]), bool(corpora[spec.id].facts.get("sample")))
+            for spec in sources
+        ]
         out = artifact_dir(context, "datasets", env.short)
-        target = out / "test.jsonl"
-        facts = env.package.write_bundled_dataset(target)
-        report = {"sample": True, "source": f"{env.env_id} (bundled)", "split_sizes": {"test": facts["n_examples"]}, **facts}
-        write_json(out / "metadata.json", report)
+        build = build_dataset(env.short, inputs, out, env_package=env.package, dev_frac=config.dev_frac,
+                              test_frac=config.test_frac, test_source=test_source)
+        write_json(out / "metadata.json", build.report)
+        for reject in build.rejects[:20]:
+            context.log.warning(f"dataset/{env.short}: {reject['source']} row {reject['ref']} left out: {reject['reason']}")
+        if len(build.rejects) > 20:
+            context.log.warning(f"dataset/{env.short}: {len(build.rejects)} rows left out in all (rejects.jsonl)")
+        report = build.report
         return Artifact(
             path=out,
-            config={"env": env.env_id, "source": "bundled"},
-            facts={"sample": True, "package": env.env_id},
+            config={**config.model_dump(), "test_source": test_source, "env": env.env_id},
             packages=(env.env_id,),
-            metadata=report,
-            files={"test": target},
+            facts={"sample": report["sample"], "test_source": test_source, "sample_inputs": report["sample_inputs"]},
+            metadata={
+                "sample": report["sample"],
+                "sample_inputs": report["sample_inputs"],
+                "test_source": test_source,
+                "split_sizes": report["split_sizes"],
+                "n_corpus_rows": report["n_corpus_rows"],
+                "n_duplicates_dropped": report["n_duplicates_dropped"],
+                "n_duplicates_of_test_dropped": report["n_duplicates_of_test_dropped"],
+                "n_rejected": report["n_rejected"],
+                "n_filtered_by_design": report["n_filtered_by_design"],
+                "kept_by_source": report["kept_by_source"],
+                "label_counts": report["label_counts"],
+                "label_balance": dg.MetadataValue.md(build.balance_markdown),
+            },
+            files={**build.files, "metadata": out / "metadata.json"},
         )
 
-    return bundled_dataset
+    return dataset
+
+
+def build_data_assets(envs: list[EnvSpec]) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
+    """Every corpus of the registry, each environment's dataset, and their blocking checks."""
+    sources = load_sources()
+    assets: list[dg.AssetsDefinition] = build_corpus_assets(sources)
+    checks = [build_corpus_check(spec) for spec in sources.values()]
+    for env in envs:
+        assets.append(build_dataset_asset(env, sources_for(env.short, sources)))
+        checks.append(build_dataset_check(env))
+    return assets, checks

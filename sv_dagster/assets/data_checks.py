@@ -1,0 +1,89 @@
+"""Blocking Great Expectations checks: `great_expectations` on every corpus/<id> and
+dataset/<env>. A failed suite is an ERROR, so nothing downstream of the asset materializes in
+the same run; the failing expectations (name, column, unexpected count, examples) are in the
+check's metadata. The suites themselves are plain functions in `sv_dagster.core.validation`."""
+
+from __future__ import annotations
+
+import json
+
+import dagster as dg
+import pandas as pd
+
+from sv_dagster.assets.recipe import local_artifact_path
+from sv_dagster.core.corpora import SourceSpec
+from sv_dagster.core.envs import EnvSpec
+
+CHECK_NAME = "great_expectations"
+
+
+def check_result(result) -> dg.AssetCheckResult:
+    outcomes = [o.as_dict() for o in result.outcomes]
+    failing = [o for o in result.outcomes if not o.success]
+    return dg.AssetCheckResult(
+        passed=result.success,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=result.summary()[:2000],
+        metadata={
+            "suite": result.suite,
+            "rows_validated": result.n_rows,
+            "expectations": len(outcomes),
+            "failed": len(failing),
+            "failing_expectations": dg.MetadataValue.json([o.as_dict() for o in failing]),
+            "results": dg.MetadataValue.md(result.markdown()),
+            "outcomes": dg.MetadataValue.json(outcomes),
+        },
+    )
+
+
+def _latest_dir(context, key: dg.AssetKey):
+    entry = context.instance.get_latest_materialization_event(key)
+    if entry is None or entry.asset_materialization is None:
+        raise dg.Failure(description=f"{key.to_user_string()} has no materialization to check")
+    return local_artifact_path(entry.asset_materialization.metadata)
+
+
+def build_corpus_check(spec: SourceSpec) -> dg.AssetChecksDefinition:
+    key = dg.AssetKey(["corpus", spec.id])
+
+    @dg.asset_check(
+        asset=key,
+        name=CHECK_NAME,
+        blocking=True,
+        description=f"Great Expectations suite on corpus/{spec.id}: rows present, required columns "
+        f"{list(spec.required)} exist and are filled, labels map to the environment's, malformed rows "
+        f"at most {spec.max_bad_fraction:.0%}. Blocks {', '.join(f'dataset/{e}' for e in spec.envs)} when it fails.",
+    )
+    def corpus_check(context) -> dg.AssetCheckResult:  # dagster rejects a string annotation here
+        from sv_dagster.core.validation import corpus_suite
+
+        folder = _latest_dir(context, key)
+        facts = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
+        frame = pd.read_parquet(folder / "rows.parquet")
+        return check_result(corpus_suite(spec, frame, n_malformed=int(facts.get("n_malformed", 0)),
+                                         malformed_examples=list(facts.get("malformed_examples") or [])))
+
+    return corpus_check
+
+
+def build_dataset_check(env: EnvSpec) -> dg.AssetChecksDefinition:
+    key = dg.AssetKey(["dataset", env.short])
+
+    @dg.asset_check(
+        asset=key,
+        name=CHECK_NAME,
+        blocking=True,
+        description=f"Great Expectations suite on dataset/{env.short}: required fields present and non-null, "
+        "allowed labels, unique ids, sample flag on every row of a sample dataset, no test/OOD item in "
+        "train or dev (exact and normalised text), hash-bucket proportions within tolerance. Blocks the "
+        f"{env.short} evals when it fails.",
+    )
+    def dataset_check(context) -> dg.AssetCheckResult:  # dagster rejects a string annotation here
+        from sv_dagster.core.validation import dataset_suite
+
+        folder = _latest_dir(context, key)
+        report = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
+        files = {name: folder / file for name, file in report["files"].items() if name != "rejects"}
+        return check_result(dataset_suite(env.short, files, report))
+
+    return dataset_check
