@@ -1,0 +1,201 @@
+"""synthetic/<env>: a daily batch of generated, verifier-labelled examples per environment,
+with a 5% human spot-check (`spot_check`, a non-blocking asset check that stays failing
+until a reviewer records a decision with `sv-dagster review synthetic ...`).
+
+Files: `outputs/datasets/<env>/synthetic/<partition>_<run8>/` - examples.jsonl (the
+environment's dataset schema; E1 also flows.parquet), rejects.jsonl, spot_check.jsonl,
+metadata.json. The run id in the folder name keeps a re-materialized partition from
+overwriting files whose hash an earlier materialization recorded.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import dagster as dg
+from pydantic import Field
+
+from sv_dagster.assets.recipe import Artifact, provenance_asset
+from sv_dagster.core.envs import ENVS, EnvSpec
+from sv_dagster.core.paths import outputs_root
+from sv_dagster.core.synthetic.events import CHECK_NAME, check_outcome, latest_batch, latest_record, record_path, record_version
+from sv_dagster.core.synthetic.review import ReviewError
+from sv_dagster.resources import ModelRegistry
+
+SYNTHETIC_PARTITIONS = dg.DailyPartitionsDefinition(start_date="2026-11-01")
+DESCRIPTIONS = {
+    "e1": "attack playbooks (port scan, brute force, C&C beaconing, exfiltration, DDoS) and benign IoT flows, plus "
+          "perturbed flows of dataset/e1's train split; labels checked against each scenario's invariants; Parquet",
+    "e2": "clean manifests/Terraform mutated into vulnerable variants (privileged, hostNetwork, runAsRoot, RBAC "
+          "wildcards, disabled encryption, public ACLs, open ingress) with vulnerable->fixed diffs; labelled by "
+          "running OPA, Semgrep and Checkov",
+    "e3": "mutation operators (string-built SQL, shell=True, dropped sanitisation, off-by-one bounds) on clean "
+          "modules with generated security tests; proved by E3's sandboxed harness and Bandit/Semgrep",
+    "e4": "phishing campaigns (credential harvest, invoice fraud, delivery notice, CEO fraud) and benign "
+          "transactional mail in en/de/es/fr, some obfuscated (punycode homoglyphs, URL shorteners); "
+          "planted evidence verified by E4's evidence checker",
+    "e5": "attacker goal trees over sanitized placeholder behaviors, novelty-constrained (MinHash), weighted by "
+          "earlier defender failures; categories confirmed by the safety classifier",
+    "e6": "adversarial probes paired with synthetic/e5's behaviors, benign support and risky-looking "
+          "conversations; every turn checked by the safety classifier",
+}
+
+
+class SyntheticConfig(dg.Config):
+    batch_size: int | None = Field(default=None, ge=1, le=10_000_000,
+                                   description="Template candidates (default per env: E1 2000, E2 24, E3 8, E4 64, E5 24, E6 24).")
+    seed: int = Field(default=42, description="Combined with the env and the partition into the batch's seed.")
+    spot_check_fraction: float = Field(default=0.05, gt=0.0, le=1.0, description="Share of rows in the review queue (>= 1 row).")
+    seed_models: list[str] = Field(default_factory=list,
+                                   description="Registry models (OpenAI-compatible) that vary template rows; empty: templates only.")
+    temperatures: list[float] = Field(default_factory=lambda: [0.3, 0.7, 1.0], description="The sweep each seed model samples at.")
+    variations_per_model: int = Field(default=4, ge=1, le=10_000, description="Template rows each (model, temperature) varies.")
+    seed_from_test: bool = Field(default=False, description="E2: also mutate the bundled clean files (E2's test split).")
+    novelty_threshold: float = Field(default=0.6, gt=0.0, le=1.0, description="E5: max MinHash similarity to an earlier goal.")
+
+
+def synthetic_deps(env: EnvSpec, failure_keys: list[dg.AssetKey]) -> list[dg.AssetKey]:
+    """What each generator reads: E1/E2/E5 seed from their curated dataset, E5 from earlier
+    defender failures (E5/E6 evals, the tournament), E6 pairs with synthetic/e5."""
+    return {
+        "e1": [dg.AssetKey(["dataset", "e1"])],
+        "e2": [dg.AssetKey(["dataset", "e2"])],
+        "e3": [],
+        "e4": [],
+        "e5": [dg.AssetKey(["dataset", "e5"]), *failure_keys],
+        "e6": [dg.AssetKey(["synthetic", "e5"])],
+    }[env.short]
+
+
+def _upstream(context: dg.AssetExecutionContext, env: EnvSpec, deps: list[dg.AssetKey]):
+    """Seed locations from the instance (the latest materialization of each dependency;
+    the same partition for synthetic/e5), and what was read, for provenance."""
+    from sv_dagster.core.synthetic import Upstream
+
+    upstream, consumed = Upstream(), {}
+    for key in deps:
+        partitioned = key.path[0] == "synthetic"
+        record = latest_record(context.instance, key, context.partition_key if partitioned else None)
+        path = record_path(record)
+        consumed[key.to_user_string()] = ({"data_version": record_version(record), "path": str(path)} if record
+                                          else "never materialized")
+        if path is None or not path.exists():
+            continue
+        if key.path[0] == "dataset":
+            upstream.dataset_dir = path
+            sample = record.asset_materialization.metadata.get("sample")
+            upstream.dataset_sample = bool(sample.value) if sample is not None else None
+        elif partitioned:
+            upstream.e5_batch_dir = path
+        elif key.path[0] == "tournament":
+            upstream.tournament_dirs.append(path)
+        else:
+            upstream.failure_dirs.append(path)
+    return upstream, consumed
+
+
+def build_synthetic_asset(env: EnvSpec, failure_keys: list[dg.AssetKey] | None = None) -> dg.AssetsDefinition:
+    deps = synthetic_deps(env, failure_keys or [])
+
+    @provenance_asset(
+        key=["synthetic", env.short],
+        deps=deps,
+        partitions_def=SYNTHETIC_PARTITIONS,
+        group_name="synthetic",
+        kinds={"parquet", "json"} if env.short == "e1" else {"json"},
+        tags={"sv/env": env.short},
+        description=f"{env.env_id}: daily synthetic batch - {DESCRIPTIONS[env.short]}. 5% goes to a human spot-check "
+                    "(check `spot_check`).",
+    )
+    def synthetic_batch(context: dg.AssetExecutionContext, config: SyntheticConfig, models: ModelRegistry) -> Artifact:
+        from sv_dagster.core.synthetic import DEFAULT_BATCH_SIZES, BatchSpec, Options, build_batch, derive_seed
+        from sv_dagster.core.synthetic.pipeline import is_sample
+        from sv_dagster.core.synthetic.sampling import resolve_models
+
+        # A bad config fails here, before any work: unknown or embedded seed models, bad temperatures.
+        seed_models = resolve_models(config.seed_models, models.specs(), config.temperatures)
+        partition = context.partition_key
+        upstream, consumed = _upstream(context, env, deps)
+        spec = BatchSpec(
+            env=env.short, env_id=env.env_id, partition=partition, batch_id=context.run_id[:8],
+            out_dir=outputs_root() / "datasets" / env.short / "synthetic" / f"{partition}_{context.run_id[:8]}",
+            size=config.batch_size or DEFAULT_BATCH_SIZES[env.short], seed=derive_seed(config.seed, env.short, partition),
+            sample=is_sample(env.short, upstream), spot_fraction=config.spot_check_fraction,
+            seed_models=tuple(seed_models), temperatures=tuple(config.temperatures) if seed_models else (),
+            variations=config.variations_per_model,
+        )
+        result = build_batch(spec, upstream, Options(seed_from_test=config.seed_from_test,
+                                                     novelty_threshold=config.novelty_threshold))
+        meta = result.metadata
+        n_seed = meta["rejected"]["by_stage"].get("seed", 0)
+        if n_seed:  # bad input rows: counted, and the first ones named with their file and line
+            shown = [f"{r.get('source')}: {r['reason']}" for r in meta["rejected"]["first"] if r["stage"] == "seed"][:3]
+            context.log.warning(f"synthetic/{env.short}: {n_seed} seed row(s) unusable (all in rejects.jsonl), e.g. "
+                                + "; ".join(shown))
+        if spec.sample:
+            context.log.info(f"synthetic/{env.short} is SAMPLE data (project-written templates/seeds), not a real corpus")
+        context.log.info(f"synthetic/{env.short} {partition}: {meta['counts']['accepted']} accepted, "
+                         f"{meta['counts']['rejected']} rejected, {meta['spot_check']['rows']} queued for review")
+        return Artifact(
+            path=result.out_dir,
+            config={**config.model_dump(), "env": env.env_id, "partition": partition},
+            seed=spec.seed,
+            packages=(env.env_id,),
+            facts={"sample": spec.sample, "synthetic": True, "partition": partition, "batch_id": spec.batch_id,
+                   "generator": meta["generator"], "verifier": meta["verifier"], "seed_inputs": consumed,
+                   "seed_models": meta["seed_models"]},
+            metadata={
+                "sample": spec.sample,
+                "accepted": meta["counts"]["accepted"],
+                "rejected": meta["counts"]["rejected"],
+                "label_balance": dg.MetadataValue.json(meta["label_balance"]),
+                "difficulty": dg.MetadataValue.json(meta["difficulty"]),
+                "rejected_by_reason": dg.MetadataValue.json(meta["rejected"]["by_reason"]),
+                "review_rows": meta["spot_check"]["rows"],
+                "review_queue": dg.MetadataValue.path(str(result.out_dir / "spot_check.jsonl")),
+                "review_command": dg.MetadataValue.text(meta["review"]["command"]),
+                "timings_s": dg.MetadataValue.json({k: round(v, 3) for k, v in result.timings.items()}),
+            },
+            files={name: path for name, path in result.files.items()},
+        )
+
+    return synthetic_batch
+
+
+def build_spot_check(env: EnvSpec) -> dg.AssetChecksDefinition:
+    with warnings.catch_warnings():
+        # Partitioned asset checks are a preview API in the pinned dagster 1.13; the
+        # definitions snapshot and the synthetic pipeline test catch a behaviour change.
+        warnings.simplefilter("ignore", dg.PreviewWarning)
+        return _spot_check(env)
+
+
+def _spot_check(env: EnvSpec) -> dg.AssetChecksDefinition:
+    @dg.asset_check(
+        asset=dg.AssetKey(["synthetic", env.short]),
+        name=CHECK_NAME,
+        blocking=False,  # the job never waits for a human
+        partitions_def=SYNTHETIC_PARTITIONS,
+        description="Human spot-check of the partition's batch: fails (WARN) until a reviewer records a decision "
+                    "with `sv-dagster review synthetic ...`; a batch rejected as a whole fails with ERROR.",
+    )
+    def spot_check(context) -> dg.AssetCheckResult:  # AssetCheckExecutionContext (unannotated: string annotations are not resolved)
+        try:
+            batch_dir, _ = latest_batch(context.instance, env.short, context.partition_key)
+        except ReviewError as exc:  # run from the UI on a day with no batch: nothing to review
+            return dg.AssetCheckResult(passed=False, severity=dg.AssetCheckSeverity.WARN, description=str(exc))
+        passed, severity, description, metadata = check_outcome(batch_dir)
+        return dg.AssetCheckResult(passed=passed, severity=severity, description=description, metadata=metadata)
+
+    return spot_check
+
+
+def build_synthetic_assets(failure_keys: list[dg.AssetKey]) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
+    """synthetic/e1..e6 and their spot checks; `failure_keys` are the assets E5 reads
+    defender failures from (every eval/e5/* and eval/e6/*, and the tournament)."""
+    envs = list(ENVS.values())
+    return [build_synthetic_asset(env, failure_keys) for env in envs], [build_spot_check(env) for env in envs]
+
+
+def synthetic_keys() -> list[dg.AssetKey]:
+    return [dg.AssetKey(["synthetic", short]) for short in ENVS]
