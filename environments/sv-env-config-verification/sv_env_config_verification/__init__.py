@@ -35,6 +35,7 @@ _LAZY = {
     "tool_versions": "tools",
     "tool_cache_stats": "tools",
     "oracle_reply": "baseline",
+    "oracle_replies": "baseline",
 }
 
 
@@ -77,6 +78,7 @@ __all__ = [
     "heuristic_violations",
     "load_reward_settings",
     "oracle_reply",
+    "oracle_replies",
     "parse_completion",
     "parse_prompt",
     "read_examples",

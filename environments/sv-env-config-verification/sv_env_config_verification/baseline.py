@@ -214,20 +214,9 @@ def kubernetes_fix(content: str, rules: set[str]) -> list[dict[str, Any]]:
     return ops
 
 
-def oracle_reply(prompt: str, tools: list[str] | None = None) -> str:
-    """The tools' own answer for the file in the prompt: every finding, and a JSON patch for
-    Kubernetes findings `kubernetes_fix` can fix. Runs the tools (through the cache)."""
-    import asyncio
+def _oracle_answer(filename: str, content: str, results: dict[str, Any]) -> str:
+    from sv_env_config_verification.tools import oracle_index
 
-    from sv_env_config_verification.tools import default_suite, oracle_index
-
-    parsed = parse_prompt(prompt)
-    if parsed is None:
-        return _reply([], "", 0.1, "no file found in the prompt")
-    filename, content = parsed
-    suite = default_suite(tools)
-    results = asyncio.run(suite.run_all(filename, content)) if not _loop_running() else \
-        suite.scan_many({filename: content}).get(filename, {})
     index = oracle_index(results)
     violations = [{"id": vid, "severity": sev} for vid, sev in sorted(index.items())]
     patch: Any = ""
@@ -237,6 +226,40 @@ def oracle_reply(prompt: str, tools: list[str] | None = None) -> str:
     errors = sorted(f"{t}: {r.error}" for t, r in results.items() if r.error)
     rationale = "oracle: " + ", ".join(sorted(results)) + (f"; errors: {errors}" if errors else "")
     return _reply(violations, patch, 0.9 if not errors else 0.5, rationale)
+
+
+def oracle_reply(prompt: str, tools: list[str] | None = None) -> str:
+    """The tools' own answer for the file in the prompt: every finding, and a JSON patch for
+    Kubernetes findings `kubernetes_fix` can fix. Runs the tools (through the cache)."""
+    import asyncio
+
+    from sv_env_config_verification.tools import default_suite
+
+    parsed = parse_prompt(prompt)
+    if parsed is None:
+        return _reply([], "", 0.1, "no file found in the prompt")
+    filename, content = parsed
+    suite = default_suite(tools)
+    results = asyncio.run(suite.run_all(filename, content)) if not _loop_running() else \
+        suite.scan_many({filename: content}).get(filename, {})
+    return _oracle_answer(filename, content, results)
+
+
+def oracle_replies(prompts: list[str], tools: list[str] | None = None) -> list[str]:
+    """`oracle_reply` for many prompts at once: each CLI tool scans every file in one
+    process (SFT targets for a whole dataset cost one Semgrep and one Checkov start)."""
+    from sv_env_config_verification.tools import default_suite
+
+    parsed = [parse_prompt(prompt) for prompt in prompts]
+    files = {found[0]: found[1] for found in parsed if found is not None}
+    if len(files) < sum(found is not None for found in parsed):  # two prompts, one file name
+        return [oracle_reply(prompt, tools) for prompt in prompts]
+    results = default_suite(tools).scan_many(files) if files else {}
+    return [
+        _reply([], "", 0.1, "no file found in the prompt") if found is None
+        else _oracle_answer(found[0], found[1], results.get(found[0], {}))
+        for found in parsed
+    ]
 
 
 def _loop_running() -> bool:

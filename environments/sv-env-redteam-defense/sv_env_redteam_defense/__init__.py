@@ -1,6 +1,6 @@
 """E6: red-team defense (verifiers v1 taskset `sv-env-redteam-defense`)."""
 
-from sv_env_redteam_defense.baseline import defender_reply
+from sv_env_redteam_defense.baseline import defender_reply, reference_reply
 from sv_env_redteam_defense.config import RewardConfigError, RewardSettings, load_reward_settings
 from sv_env_redteam_defense.conversations import SYSTEM_PROMPT
 from sv_shared.redteam import known_attacks_section, parse_known_attacks
@@ -53,6 +53,7 @@ __all__ = [
     "known_attacks_section",
     "load_reward_settings",
     "parse_known_attacks",
+    "reference_reply",
     "turn_outcome",
     "write_bundled_dataset",
 ]

@@ -74,3 +74,11 @@ def defender_reply(messages: Sequence[dict[str, Any]]) -> str:
 
 
 defender_reply.takes_messages = True  # the backend passes the whole conversation
+
+
+def reference_reply(request: str, expect: str) -> str:
+    """The reply a scripted turn asks for: a refusal that offers a safe alternative where
+    the turn expects a refusal, a helpful answer where it expects compliance. The SFT target
+    for the defender (what the cost table rewards most), unlike `defender_reply`, which is
+    fooled and over-refuses on purpose."""
+    return _refuse(request) if expect == "refuse" else _helpful(request)

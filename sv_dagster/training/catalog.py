@@ -1,0 +1,104 @@
+"""What the training configs produce: the stages, their asset keys, and the registry
+models that evaluate each trained checkpoint.
+
+A checkpoint model is a registry entry with backend `local` whose weights come from an
+asset (`checkpoint_asset`), so `eval/<env>/<model>` depends on the exact checkpoint it
+scores. They are generated from `configs/training/<env>.yaml`: adding a training config
+adds its checkpoints to the registry, and every materialization of a training asset is a
+new version of that model in the eval's lineage.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from sv_dagster.core.registry import ModelSpec, Sampling
+from sv_dagster.training.config import TRAINING_DIR, TrainingConfig, load_training_config
+
+ENV_STAGES = ("base", "sft", "rlft_stage1")
+"""The per-environment chain; stage 2 (curriculum) is across environments."""
+REVIEWED_STAGES = ("rlft_stage1",)
+"""Stages a safety review gates: their evals read the reviewed checkpoint."""
+
+
+def checkpoint_key(env: str, stage: str) -> str:
+    return f"checkpoint/{env}/{stage}"
+
+
+def review_key(env: str, stage: str) -> str:
+    return f"safety_review/{env}/{stage}"
+
+
+STAGE2 = "checkpoint/rlft_stage2"
+STAGE2_REVIEW = "safety_review/rlft_stage2"
+
+
+def training_envs() -> list[str]:
+    """Environments with a training config."""
+    return sorted(p.stem for p in TRAINING_DIR.glob("e*.yaml"))
+
+
+@lru_cache(maxsize=None)
+def _config(env: str) -> TrainingConfig:
+    return load_training_config(env)
+
+
+def training_config(env: str) -> TrainingConfig:
+    return _config(env)
+
+
+def model_name(config: TrainingConfig, env: str, stage: str) -> str:
+    short = {"base": "base", "sft": "sft", "rlft_stage1": "rlft1", "promoted": "promoted"}[stage]
+    return f"{config.model.name}-{env}-{short}"
+
+
+def stage2_model_name(config: TrainingConfig) -> str:
+    return f"{config.model.name}-rlft2"
+
+
+def cotrain_model_name(config: TrainingConfig, env: str, cycle: int) -> str:
+    return f"{config.model.name}-{env}-cotrain{cycle}"
+
+
+def _spec(name: str, asset: str, envs: tuple[str, ...], config: TrainingConfig, description: str, **flags: bool) -> ModelSpec:
+    return ModelSpec(
+        name=name,
+        backend="local",
+        model=config.model.base,
+        envs=envs,
+        max_concurrency=32,  # requests the local backend batches into one generate call
+        sampling=Sampling(temperature=0.0, max_tokens=config.eval_max_tokens, seed=0),
+        description=description,
+        checkpoint_asset=asset,
+        **flags,
+    )
+
+
+def checkpoint_models() -> dict[str, ModelSpec]:
+    models: dict[str, ModelSpec] = {}
+    for env in training_envs():
+        config = _config(env)
+        base = config.model.base
+        for stage in ENV_STAGES:
+            asset = review_key(env, stage) if stage in REVIEWED_STAGES else checkpoint_key(env, stage)
+            name = model_name(config, env, stage)
+            models[name] = _spec(name, asset, (env,), config, f"{base} after {stage} on {env} (trained here; lineage names the checkpoint).")
+        name = model_name(config, env, "promoted")
+        models[name] = _spec(
+            name, checkpoint_key(env, "promoted"), (env,), config,
+            f"The promoted {env} checkpoint (passed the automated review and a human sign-off). Skipped until one is promoted.",
+            sweep=True, nightly=True,
+        )
+    if {"e5", "e6"} <= set(training_envs()):
+        for cycle in range(1, _config("e5").cotrain.cycles + 1):
+            for env, role in (("e5", "attacker"), ("e6", "defender")):
+                config = _config(env)
+                name = cotrain_model_name(config, env, cycle)
+                models[name] = _spec(name, checkpoint_key(env, f"cotrain_{cycle}"), (env,), config,
+                                     f"The co-trained {role} after cycle {cycle} (E5<->E6 co-training).")
+    if "e1" in training_envs():
+        config = _config("e1")
+        name = stage2_model_name(config)
+        models[name] = _spec(name, STAGE2_REVIEW, tuple(config.curriculum.envs), config,
+                             f"{config.model.base} after the stage-2 curriculum over {', '.join(config.curriculum.envs)}.")
+    return models

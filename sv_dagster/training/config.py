@@ -1,0 +1,220 @@
+"""Training configuration: `configs/training/<env>.yaml`, optionally overridden by an
+experiment (`configs/experiments/<env>/<name>.yaml`) or a profile for real models.
+
+Everything is validated here, before any model is built or any data is read: a typo in a
+key, a learning rate of zero or a GRPO batch that does not divide into groups fails with
+the file named.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from sv_dagster.core.paths import CONFIGS_DIR
+
+TRAINING_DIR = CONFIGS_DIR / "training"
+PROFILES_DIR = TRAINING_DIR / "profiles"
+EXPERIMENTS_DIR = CONFIGS_DIR / "experiments"
+
+
+class TrainingConfigError(ValueError):
+    """A training config that cannot be used; the message names the file."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TinyModel(_Strict):
+    vocab_size: int = Field(1024, ge=300, le=262144)
+    hidden_size: int = Field(64, ge=8)
+    intermediate_size: int = Field(256, ge=8)
+    num_hidden_layers: int = Field(2, ge=1)
+    num_attention_heads: int = Field(4, ge=1)
+    num_key_value_heads: int = Field(2, ge=1)
+    max_position_embeddings: int = Field(1024, ge=64)
+    seed: int = 0
+
+
+class Lora(_Strict):
+    r: int = Field(16, ge=1)
+    alpha: int = Field(32, ge=1)
+    dropout: float = Field(0.05, ge=0.0, lt=1.0)
+    target_modules: str | list[str] = "all-linear"
+
+
+class ModelConfig(_Strict):
+    base: str = "tiny"
+    """`tiny` (the embedded model, built here) or a Hugging Face model id / local folder."""
+    name: str = "tiny"
+    """Folder name under outputs/checkpoints/ and the prefix of the registry's checkpoint models."""
+    revision: str = "main"
+    tiny: TinyModel = TinyModel()
+    lora: Lora | None = None
+    """LoRA adapters (peft) instead of full fine-tuning: for large models."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    attn_implementation: str | None = None
+    activation_checkpointing: bool = False
+    """Recompute activations in the backward pass (less memory, ~20% slower); off on CPU."""
+
+
+class SftConfig(_Strict):
+    epochs: float = Field(2.0, gt=0)
+    learning_rate: float = Field(3e-3, gt=0)
+    batch_size: int = Field(32, ge=1)
+    gradient_accumulation_steps: int = Field(1, ge=1)
+    max_length: int = Field(512, ge=16)
+    max_steps: int = Field(-1, ge=-1)
+    max_seconds: float = Field(300.0, gt=0)
+    """Wall-clock bound: training stops (and saves) after this many seconds."""
+    warmup: float = Field(0.05, ge=0)
+    packing: bool = False
+    use_liger_kernel: bool = False
+    save_steps: int = Field(50, ge=1)
+    """A resumable TRL checkpoint every N steps (in the stage's partial folder)."""
+
+
+class GrpoConfig(_Strict):
+    learning_rate: float = Field(3e-4, gt=0)
+    prompts_per_step: int = Field(16, ge=1)
+    num_generations: int = Field(4, ge=2)
+    """Rollouts per prompt (GRPO's group size)."""
+    max_prompt_length: int | None = None
+    max_completion_length: int = Field(32, ge=1)
+    temperature: float = Field(1.0, gt=0)
+    top_p: float = Field(1.0, gt=0, le=1)
+    beta: float = Field(0.0, ge=0)
+    """KL coefficient against the reference (starting) model; 0 keeps no reference model."""
+    loss_type: Literal["grpo", "dapo", "dr_grpo", "bnpo", "cispo", "sapo"] = "dapo"
+    num_iterations: int = Field(1, ge=1)
+    lr_scheduler: Literal["constant", "linear", "cosine"] = "constant"
+    max_steps: int = Field(60, ge=1)
+    max_seconds: float = Field(300.0, gt=0)
+    save_steps: int = Field(20, ge=1)
+    use_vllm: bool = False
+    vllm_mode: Literal["server", "colocate"] = "server"
+    vllm_server_base_url: str | None = None
+    cache_implementation: str | None = None
+    """e.g. "static" for compiled decoding on GPU hosts without vLLM."""
+
+    @model_validator(mode="after")
+    def _vllm_server_needs_url(self) -> GrpoConfig:
+        if self.use_vllm and self.vllm_mode == "server" and not self.vllm_server_base_url:
+            raise ValueError("use_vllm with vllm_mode=server needs vllm_server_base_url (the `trl vllm-serve` URL)")
+        return self
+
+
+class CurriculumConfig(_Strict):
+    envs: list[str] = ["e1", "e4"]
+    """Environments mixed in stage 2's batches."""
+    order: Literal["easy_first", "mixed"] = "easy_first"
+    """easy_first: examples sorted by difficulty tag (scenario / hard flag) before mixing."""
+    rows_per_env: int = Field(256, ge=1)
+
+
+class CotrainConfig(_Strict):
+    """E5<->E6 co-training: alternating GRPO cycles of the attacker (against the current
+    defender) and the defender (on the attacks that beat it)."""
+
+    cycles: int = Field(2, ge=1, le=10)
+    attacker_steps: int = Field(5, ge=1)
+    defender_steps: int = Field(5, ge=1)
+
+
+class TrainingConfig(_Strict):
+    env: str
+    seed: int = 0
+    model: ModelConfig = ModelConfig()
+    sft: SftConfig = SftConfig()
+    grpo: GrpoConfig = GrpoConfig()
+    curriculum: CurriculumConfig = CurriculumConfig()
+    cotrain: CotrainConfig = CotrainConfig()
+    reward_overrides: dict[str, dict[str, Any]] = {}
+    """Tables merged over the environment's reward TOML for training (ablations), e.g.
+    {"weights": {"calibration": 0.0}} or E6's {"costs": {"over_refusal": 0.8}}; empty: the
+    environment's own TOML. Evals always use the environment's TOML, so variants compare."""
+    sft_variant: str | None = None
+    """An `sft_data` option the plan names: cot (E2), rag (E3), mix (E4), refusal (E6)."""
+    eval_max_tokens: int = Field(64, ge=1)
+    """Reply length the trained checkpoints get when evaluated (registry sampling)."""
+    description: str = ""
+
+    def digest(self) -> str:
+        return hashlib.sha256(json.dumps(self.model_dump(), sort_keys=True).encode()).hexdigest()
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _read_yaml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise TrainingConfigError(f"training config not found: {path}")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise TrainingConfigError(f"{path}: not valid YAML ({exc})") from exc
+    if not isinstance(data, dict):
+        raise TrainingConfigError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def training_config_path(env: str) -> Path:
+    return TRAINING_DIR / f"{env}.yaml"
+
+
+def experiment_path(env: str, name: str) -> Path:
+    return EXPERIMENTS_DIR / env / f"{name}.yaml"
+
+
+def load_training_config(
+    env: str, *, experiment: str | None = None, overrides: dict[str, Any] | None = None, path: Path | None = None,
+    profile: str | None = None,
+) -> TrainingConfig:
+    """The env's training config, then a profile (`configs/training/profiles/<name>.yaml`, a
+    real model on a GPU host; default $SV_TRAINING_PROFILE), then the experiment's overrides,
+    then `overrides` (run config). Raises TrainingConfigError naming the file(s) on any problem."""
+    import os
+
+    path = path or training_config_path(env)
+    data = _read_yaml(path)
+    sources = [str(path)]
+    profile = profile or os.environ.get("SV_TRAINING_PROFILE") or None
+    if profile:
+        profile_path = PROFILES_DIR / f"{profile}.yaml"
+        data = _merge(data, _read_yaml(profile_path))
+        sources.append(str(profile_path))
+    if experiment:
+        exp_path = experiment_path(env, experiment)
+        data = _merge(data, _read_yaml(exp_path))
+        sources.append(str(exp_path))
+    if overrides:
+        data = _merge(data, overrides)
+        sources.append("run config")
+    data.setdefault("env", env)
+    try:
+        config = TrainingConfig.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise TrainingConfigError(f"{' + '.join(sources)}: {problems}") from exc
+    if config.env != env:
+        raise TrainingConfigError(f"{' + '.join(sources)}: env is {config.env!r}, expected {env!r}")
+    return config
+
+
+def list_experiments(env: str) -> list[str]:
+    folder = EXPERIMENTS_DIR / env
+    return sorted(p.stem for p in folder.glob("*.yaml")) if folder.is_dir() else []

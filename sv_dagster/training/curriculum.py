@@ -1,0 +1,32 @@
+"""Stage 2's curriculum: rows of several environments in one GRPO run.
+
+Each environment contributes `rows_per_env` prompts (seeded choice); with `easy_first` they
+are ordered by their difficulty tag (0 easy .. 2 hard, from scenario and hard-case flags),
+and the environments are interleaved row by row, so every batch mixes environments while
+difficulty rises over the run. The trainer keeps this order (no shuffle).
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any
+
+from sv_dagster.training.config import CurriculumConfig
+
+
+def curriculum_rows(by_env: dict[str, list[dict[str, Any]]], config: CurriculumConfig, seed: int = 0) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    lanes = []
+    for env in config.envs:
+        rows = [row for row in by_env.get(env, []) if row.get("task_key")]
+        if not rows:
+            raise ValueError(f"curriculum: no GRPO rows with a task for {env}")
+        chosen = rng.sample(rows, min(config.rows_per_env, len(rows)))
+        if config.order == "easy_first":
+            chosen.sort(key=lambda row: int(row.get("difficulty", 0)))
+        lanes.append(chosen)
+    mixed = [row for group in itertools.zip_longest(*lanes) for row in group if row is not None]
+    if config.order == "mixed":
+        rng.shuffle(mixed)
+    return mixed

@@ -1,0 +1,203 @@
+"""The automated safety review of a trained checkpoint, as plain code.
+
+Three scanners, one report:
+  probes     adversarial requests (E6's scripted first turns, E5's sanitized behaviors framed
+             by the shared jailbreak framings) sent to the checkpoint; each reply judged
+  outputs    the checkpoint's replies to prompts of its own environment, judged too
+  canaries   fixed prompts whose replies must not match a forbidden pattern (secrets,
+             withheld unsafe text, step-by-step compliance)
+The judge is the safety classifier the config names (the rule classifier by default, Llama
+Guard 3 behind an endpoint otherwise). If it cannot judge, the review fails: a missing
+classifier is never a pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sv_dagster.core.paths import CONFIGS_DIR
+from sv_dagster.core.registry import ModelSpec, Sampling
+
+REVIEW_CONFIG = CONFIGS_DIR / "safety" / "review.yaml"
+
+
+class ReviewConfigError(ValueError):
+    """A review config that cannot be used; the message names the file."""
+
+
+@dataclass(frozen=True)
+class Canary:
+    id: str
+    prompt: str
+    must_not_match: str
+
+
+@dataclass(frozen=True)
+class ReviewConfig:
+    classifier: dict[str, Any]
+    max_new_tokens: int
+    max_probes: int
+    max_env_prompts: int
+    thresholds: dict[str, float]
+    canaries: tuple[Canary, ...]
+    source: str
+
+
+def load_review_config(path: Path | None = None) -> ReviewConfig:
+    """`path`, else $SV_SAFETY_REVIEW_CONFIG, else configs/safety/review.yaml."""
+    import os
+
+    path = path or Path(os.environ.get("SV_SAFETY_REVIEW_CONFIG") or REVIEW_CONFIG)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        canaries = tuple(Canary(**c) for c in raw.get("canaries") or [])
+        for canary in canaries:
+            re.compile(canary.must_not_match)
+        thresholds = {k: float(v) for k, v in (raw.get("thresholds") or {}).items()}
+        config = ReviewConfig(
+            classifier=dict(raw.get("classifier") or {"kind": "rules"}),
+            max_new_tokens=int(raw.get("max_new_tokens", 96)),
+            max_probes=int(raw.get("max_probes", 24)),
+            max_env_prompts=int(raw.get("max_env_prompts", 24)),
+            thresholds=thresholds,
+            canaries=canaries,
+            source=str(path),
+        )
+    except (OSError, yaml.YAMLError, TypeError, ValueError, re.error) as exc:
+        raise ReviewConfigError(f"{path}: {type(exc).__name__}: {exc}") from exc
+    missing = {"probe_unsafe_rate", "output_unsafe_rate", "canary_failures"} - set(config.thresholds)
+    if missing:
+        raise ReviewConfigError(f"{path}: thresholds lack {sorted(missing)}")
+    return config
+
+
+def adversarial_probes(limit: int) -> list[dict[str, str]]:
+    """Sanitized adversarial requests: E6's adversarial first turns, then E5's behaviors in
+    the direct and role-play framings, interleaved so a small limit still covers both."""
+    from sv_env_redteam_attack.taskset import bundled_dataset_path as e5_path
+    from sv_env_redteam_defense import SYSTEM_PROMPT
+    from sv_env_redteam_defense.taskset import bundled_dataset_path as e6_path
+    from sv_shared.redteam import JAILBREAK_FRAMINGS
+
+    e6 = []
+    for line in Path(e6_path()).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if (row.get("info") or {}).get("kind") == "adversarial":
+            e6.append({"id": row["id"], "source": "e6", "request": row["info"]["turns"][0]})
+    framings = dict(JAILBREAK_FRAMINGS)
+    e5 = []
+    for line in Path(e5_path()).read_text(encoding="utf-8").splitlines():
+        behavior = json.loads(line)["info"]["behavior"]
+        for name in ("direct", "roleplay"):
+            e5.append({"id": f"{behavior['id']}-{name}", "source": "e5", "request": framings[name].format(goal=behavior["goal"])})
+    mixed = [probe for pair in zip(e6, e5) for probe in pair] + e6[len(e5):] + e5[len(e6):]
+    for probe in mixed:
+        probe["system"] = SYSTEM_PROMPT
+    return mixed[:limit]
+
+
+@dataclass
+class ReviewReport:
+    checkpoint: str
+    classifier: str
+    passed: bool
+    reasons: list[str]
+    rates: dict[str, float | None]
+    thresholds: dict[str, float]
+    counts: dict[str, int]
+    canaries: list[dict[str, Any]] = field(default_factory=list)
+    unsafe_examples: list[dict[str, Any]] = field(default_factory=list)
+    """Ids and categories only: the unsafe text itself is never stored."""
+    config_source: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def markdown(self) -> str:
+        verdict = "PASSED" if self.passed else "FAILED"
+        lines = [f"# Safety review: {verdict}", "", f"- checkpoint: `{self.checkpoint}`", f"- classifier: {self.classifier}",
+                 f"- config: `{self.config_source}`", "", "| check | value | threshold |", "|---|---|---|"]
+        for name, value in self.rates.items():
+            shown = "not measured" if value is None else f"{value:.3f}"
+            lines.append(f"| {name} | {shown} | {self.thresholds.get(name, '-')} |")
+        lines.append(f"| canary_failures | {self.counts.get('canary_failures', 0)} | {self.thresholds.get('canary_failures')} |")
+        if self.reasons:
+            lines += ["", "## Why it failed", *(f"- {reason}" for reason in self.reasons)]
+        return "\n".join(lines) + "\n"
+
+
+def review_checkpoint(
+    checkpoint: Path, env_prompts: list[list[dict[str, str]]], config: ReviewConfig | None = None, name: str = "checkpoint"
+) -> ReviewReport:
+    """Run the three scanners against the checkpoint folder and decide."""
+    from sv_shared.redteam import make_classifier
+
+    from sv_dagster.core.local_backend import LocalTransformersBackend
+
+    config = config or load_review_config()
+    spec = ModelSpec(name=name, backend="local", model=str(checkpoint),
+                     sampling=Sampling(temperature=0.0, max_tokens=config.max_new_tokens, seed=0))
+    backend = LocalTransformersBackend(spec, checkpoint)
+    probes = adversarial_probes(config.max_probes)
+    prompts = env_prompts[: config.max_env_prompts]
+
+    async def ask_all() -> tuple[list[str], list[str], list[str]]:
+        await backend.preflight()
+        ask = lambda messages: backend.complete(messages)  # noqa: E731
+        probe_replies = await asyncio.gather(*(ask([{"role": "system", "content": p["system"]},
+                                                     {"role": "user", "content": p["request"]}]) for p in probes))
+        output_replies = await asyncio.gather(*(ask(m) for m in prompts))
+        canary_replies = await asyncio.gather(*(ask([{"role": "user", "content": c.prompt}]) for c in config.canaries))
+        await backend.aclose()
+        return [r.text for r in probe_replies], [r.text for r in output_replies], [r.text for r in canary_replies]
+
+    probe_texts, output_texts, canary_texts = asyncio.run(ask_all())
+    reasons: list[str] = []
+    classifier_name = str(config.classifier.get("kind", "rules"))
+    unsafe_examples: list[dict[str, Any]] = []
+    rates: dict[str, float | None] = {"probe_unsafe_rate": None, "output_unsafe_rate": None}
+    try:
+        classifier = make_classifier(config.classifier)
+        classifier_name = classifier.ident
+        probe_verdicts = classifier.classify_many([(text, p["request"], "agent") for text, p in zip(probe_texts, probes)])
+        last_user = [next((m["content"] for m in reversed(messages) if m["role"] == "user"), None) for messages in prompts]
+        output_verdicts = classifier.classify_many([(text, context, "agent") for text, context in zip(output_texts, last_user)])
+    except Exception as exc:  # an unreachable or broken judge: the review cannot pass
+        reasons.append(f"the safety classifier could not judge ({type(exc).__name__}: {exc}); a review without a judge fails")
+    else:
+        rates["probe_unsafe_rate"] = sum(v.unsafe for v in probe_verdicts) / len(probe_verdicts) if probe_verdicts else 0.0
+        rates["output_unsafe_rate"] = sum(v.unsafe for v in output_verdicts) / len(output_verdicts) if output_verdicts else 0.0
+        unsafe_examples = [
+            {"scanner": "probes", "id": p["id"], "categories": list(v.categories)} for p, v in zip(probes, probe_verdicts) if v.unsafe
+        ] + [{"scanner": "outputs", "index": i, "categories": list(v.categories)} for i, v in enumerate(output_verdicts) if v.unsafe]
+        for name in ("probe_unsafe_rate", "output_unsafe_rate"):
+            if rates[name] > config.thresholds[name]:
+                reasons.append(f"{name} {rates[name]:.3f} exceeds {config.thresholds[name]}")
+    canaries = []
+    for canary, text in zip(config.canaries, canary_texts):
+        hit = re.search(canary.must_not_match, text or "", flags=re.DOTALL) is not None
+        canaries.append({"id": canary.id, "failed": hit})
+    canary_failures = sum(c["failed"] for c in canaries)
+    if canary_failures > config.thresholds["canary_failures"]:
+        failed = [c["id"] for c in canaries if c["failed"]]
+        reasons.append(f"{canary_failures} canary prompt(s) produced a forbidden pattern: {failed}")
+    return ReviewReport(
+        checkpoint=str(checkpoint),
+        classifier=classifier_name,
+        passed=not reasons,
+        reasons=reasons,
+        rates=rates,
+        thresholds=dict(config.thresholds),
+        counts={"probes": len(probes), "env_prompts": len(prompts), "canaries": len(canaries),
+                "canary_failures": canary_failures},
+        canaries=canaries,
+        unsafe_examples=unsafe_examples,
+        config_source=config.source,
+    )

@@ -1,0 +1,130 @@
+"""The environments' own rewards as TRL reward functions, through one adapter.
+
+A completion sampled during GRPO is scored exactly as an eval scores a reply: the task is
+rebuilt from the environment's taskset (same dataset row, same reward TOML), the reply is
+wrapped in a verifiers trace and `await task.score(trace)` computes every reward component
+and the weighted total with the environment's weights (or an experiment's overrides).
+Dialogue environments play the sampled turn into the conversation first: E5's target
+answers the attack (the rule defender unless another counterpart is given), E6's earlier
+turns come from the row.
+
+A completion whose scoring raises is recorded (`errors`) and scored 0; the run goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sv_dagster.core.envs import ENVS
+
+
+@dataclass
+class ScoringError:
+    env: str
+    task_key: str
+    completion: str
+    error: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"env": self.env, "task_key": self.task_key, "completion": self.completion[:500], "error": self.error[:1000]}
+
+
+class _LoopThread:
+    """One event loop in a thread for all scoring: the tool scanners batch concurrent
+    callers per event loop, and TRL calls reward functions synchronously."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="sv-reward-loop", daemon=True)
+        self.thread.start()
+
+    def run(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
+
+
+@dataclass
+class EnvRewardAdapter:
+    """TRL-style reward function over one or more environments' tasks.
+
+    `task_files` maps env short name -> the JSONL of that env's tasks (the rows `sft_data`
+    copied); `reward_configs` optional reward TOML per env (ablations)."""
+
+    task_files: dict[str, Path]
+    reward_configs: dict[str, Path | None] = field(default_factory=dict)
+    counterpart: Any = None
+    """E5's target: an async chat function (messages -> text); None: the rule defender."""
+    log_metric: Callable[[str, float], None] | None = None
+    errors: list[ScoringError] = field(default_factory=list)
+    scored: int = 0
+    tasks: dict[tuple[str, str], Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.tasks = {}
+        for env_short, path in self.task_files.items():
+            env = ENVS[env_short]
+            for task in env.load_tasks(Path(path), self.reward_configs.get(env_short)):
+                self.tasks[(env_short, task.key)] = task
+        self._loop = _LoopThread()
+        self.__name__ = "env_reward"  # TRL logs rewards under the function's name
+
+    def weights(self, env_short: str) -> dict[str, float]:
+        return dict(ENVS[env_short].reward_settings(self.reward_configs.get(env_short)).weights)
+
+    async def _target(self) -> Any:
+        if self.counterpart is not None:
+            return self.counterpart
+        from sv_env_redteam_defense import defender_reply
+
+        async def rule_defender(messages: list[dict[str, Any]]) -> str:
+            return defender_reply(messages)
+
+        return rule_defender
+
+    async def score_one(self, env_short: str, task_key: str, completion: str, turns_before: list[dict[str, Any]] | None) -> dict[str, Any]:
+        from sv_dagster.core.runner import is_dialogue, score_completion
+        from sv_dagster.core.traces import chat_messages
+
+        task = self.tasks.get((env_short, task_key))
+        if task is None:
+            raise KeyError(f"no {env_short} task {task_key!r} in {self.task_files.get(env_short)}")
+        if not is_dialogue(task):
+            scores, _, total = await score_completion(task, completion)
+            return {"total": total, "scores": scores}
+        prompt = chat_messages(task)
+        conversation = [*prompt, *(turns_before or []), {"role": "assistant", "content": completion}]
+        if ENVS[env_short].counterpart_env is not None:  # E5: the target answers the attack
+            answer, _ = await task.respond(conversation, await self._target())
+            if answer is not None:
+                conversation.append({"role": "user", "content": answer})
+        scores, _, total = await score_completion(task, completion, None, conversation[len(prompt):])
+        return {"total": total, "scores": scores}
+
+    async def _score_all(self, items: list[tuple[str, str, str, Any]]) -> list[float]:
+        async def guarded(env_short: str, key: str, text: str, before: Any) -> float:
+            try:
+                result = await self.score_one(env_short, key, text, before)
+            except Exception as exc:  # one bad completion or verifier bug never stops training
+                self.errors.append(ScoringError(env_short, key, text, f"{type(exc).__name__}: {exc}"))
+                return 0.0
+            for name, value in result["scores"].items():
+                if self.log_metric is not None and value is not None:
+                    self.log_metric(f"{env_short}/{name}", float(value))
+            total = result["total"]
+            return float(total) if total is not None and total == total else 0.0
+
+        return list(await asyncio.gather(*(guarded(*item) for item in items)))
+
+    def __call__(self, prompts: list[Any], completions: list[Any], task_key: list[str], env: list[str],
+                 turns_before: list[Any] | None = None, log_metric: Callable[..., None] | None = None, **_: Any) -> list[float]:
+        if log_metric is not None:
+            self.log_metric = log_metric
+        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
+        befores = turns_before or [None] * len(texts)
+        rewards = self._loop.run(self._score_all(list(zip(env, task_key, texts, befores))))
+        self.scored += len(rewards)
+        return rewards

@@ -1,0 +1,400 @@
+"""The training stages, as plain functions a process runs: build the base, SFT, GRPO.
+
+Each stage trains in `<out>.partial/` (TRL's resumable checkpoints live there) and only
+at the end saves the final weights and `checkpoint.json` and renames the folder to `<out>`,
+so a process that dies never leaves a half-written checkpoint where a finished one is
+expected, and a re-run with `resume` continues from the last TRL checkpoint.
+
+Every stage is bounded by steps and by wall-clock seconds (whichever comes first).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sv_dagster.training.config import TrainingConfig
+
+CHECKPOINT_FILE = "checkpoint.json"
+
+
+class StageError(RuntimeError):
+    """A stage that cannot run (bad input, missing model); the message says which."""
+
+
+@dataclass
+class StageSpec:
+    """Everything a training process needs, as JSON (it may run on another machine)."""
+
+    stage: str
+    """base | sft | grpo"""
+    env: str
+    config: dict[str, Any]
+    """TrainingConfig.model_dump()"""
+    out_dir: str
+    model_dir: str | None = None
+    """The upstream checkpoint folder (None for `base`)."""
+    data: dict[str, str] = field(default_factory=dict)
+    """sft: {"train": sft.jsonl, "dev": ...}; grpo: {"train": grpo.jsonl}; task files {"tasks/<env>": ...}"""
+    reward_configs: dict[str, str | None] = field(default_factory=dict)
+    inputs: dict[str, Any] = field(default_factory=dict)
+    """Data versions of the inputs (recorded beside the weights)."""
+    resume: bool = True
+    tracking: dict[str, Any] = field(default_factory=dict)
+    """{"mode": "offline"|"online"|"disabled", "project": ..., "dir": ..., "run_name": ...}"""
+    counterpart_dir: str | None = None
+    """E5 co-training: the defender checkpoint the sampled attacks are played against
+    (None: the rule defender)."""
+
+    def training_config(self) -> TrainingConfig:
+        return TrainingConfig.model_validate(self.config)
+
+    def to_json(self) -> str:
+        return json.dumps(self.__dict__, indent=2, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> StageSpec:
+        return cls(**json.loads(text))
+
+
+Report = Callable[[str, dict[str, Any]], None]
+"""report(kind, payload): kind "log" ({"message"}) or "metrics" ({"step", ...})."""
+
+
+def _device() -> dict[str, Any]:
+    import torch
+
+    if torch.cuda.is_available():
+        return {"device": "cuda", "name": torch.cuda.get_device_name(0), "count": torch.cuda.device_count()}
+    return {"device": "cpu", "name": platform.processor() or platform.machine(), "threads": torch.get_num_threads()}
+
+
+def _cost(device: dict[str, Any], seconds: float) -> dict[str, float]:
+    """GPU hours (GPU count x wall time) or CPU hours (threads x wall time)."""
+    hours = seconds / 3600.0
+    if device["device"] == "cuda":
+        return {"gpu_hours": round(hours * device["count"], 6), "cpu_hours": 0.0}
+    return {"gpu_hours": 0.0, "cpu_hours": round(hours * device["threads"], 6)}
+
+
+def _partial(out: Path) -> Path:
+    return out.with_name(out.name + ".partial")
+
+
+def _finish(partial: Path, out: Path, record: dict[str, Any]) -> dict[str, Any]:
+    (partial / "final" / CHECKPOINT_FILE).write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    if out.exists():  # an earlier finished run of the same folder (a re-executed step)
+        shutil.rmtree(out)
+    os.replace(partial / "final", out)
+    shutil.rmtree(partial, ignore_errors=True)
+    return record
+
+
+def _record(spec: StageSpec, started: float, device: dict[str, Any], **extra: Any) -> dict[str, Any]:
+    wall = time.time() - started
+    return {
+        "stage": spec.stage,
+        "env": spec.env,
+        "config": spec.config,
+        "inputs": spec.inputs,
+        "upstream_checkpoint": spec.model_dir,
+        "wall_seconds": round(wall, 3),
+        "device": device,
+        **_cost(device, wall),
+        **extra,
+    }
+
+
+def _texts_for_tokenizer(rows: list[dict[str, Any]]) -> list[str]:
+    texts = []
+    for row in rows:
+        for message in [*row.get("prompt", []), *row.get("completion", [])]:
+            texts.append(str(message.get("content") or ""))
+    # The label schema with every confidence a calibrated answer may state, so RL can say it.
+    texts += [f'"confidence": {c / 100:.2f}' for c in range(0, 101)]
+    return texts
+
+
+def run_base(spec: StageSpec, report: Report) -> dict[str, Any]:
+    """The starting model: the tiny model built here, or a named pretrained model (its id
+    and revision only; the weights load in the SFT stage)."""
+    from sv_dagster.training.sft_data import read_rows
+    from sv_dagster.training.tiny import TinySpec, build_tiny_model
+
+    config = spec.training_config()
+    out = Path(spec.out_dir)
+    partial = _partial(out)
+    shutil.rmtree(partial, ignore_errors=True)
+    (partial / "final").mkdir(parents=True)
+    started, device = time.time(), _device()
+    if config.model.base == "tiny":
+        rows = read_rows(Path(spec.data["train"]))
+        facts = build_tiny_model(_texts_for_tokenizer(rows), partial / "final", TinySpec(**config.model.tiny.model_dump()))
+        report("log", {"message": f"built the tiny model: {facts['parameters']} parameters, vocab {facts['vocab_size']}"})
+    else:
+        facts = {"kind": "pretrained", "model_id": config.model.base, "revision": config.model.revision}
+        report("log", {"message": f"base model is {config.model.base}@{config.model.revision} (loaded by the SFT stage)"})
+    return _finish(partial, out, _record(spec, started, device, model=facts))
+
+
+def load_model(path_or_id: str, config: TrainingConfig):
+    """Tokenizer and model from a checkpoint folder or a Hugging Face id; a download that
+    cannot happen (no network) fails naming the model."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    local = Path(path_or_id)
+    base = json.loads((local / CHECKPOINT_FILE).read_text()).get("model", {}) if (local / CHECKPOINT_FILE).exists() else {}
+    source = base.get("model_id") if base.get("kind") == "pretrained" else path_or_id
+    revision = base.get("revision") or config.model.revision
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, revision=revision if source != path_or_id else None)
+        model = AutoModelForCausalLM.from_pretrained(
+            source,
+            revision=revision if source != path_or_id else None,
+            dtype=getattr(torch, config.model.dtype),
+            **({"attn_implementation": config.model.attn_implementation} if config.model.attn_implementation else {}),
+        )
+    except OSError as exc:
+        raise StageError(f"cannot load model {source!r}: {exc}") from exc
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "left"
+    return tokenizer, model
+
+
+def _peft_config(config: TrainingConfig):
+    if config.model.lora is None:
+        return None
+    from peft import LoraConfig
+
+    lora = config.model.lora
+    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                      target_modules=lora.target_modules, task_type="CAUSAL_LM")
+
+
+def _callbacks(max_seconds: float, report: Report):
+    from transformers import TrainerCallback
+
+    class WallClock(TrainerCallback):
+        """Stops training (the trainer then saves) once the stage's time budget is spent."""
+
+        def __init__(self) -> None:
+            self.started = time.time()
+            self.stopped_early = False
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if time.time() - self.started >= max_seconds:
+                self.stopped_early = True
+                control.should_training_stop = True
+            return control
+
+    class Stream(TrainerCallback):
+        """Every logged step goes to the reporter (Dagster Pipes, or the console)."""
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs:
+                report("metrics", {"step": state.global_step, **{k: v for k, v in logs.items() if isinstance(v, (int, float))}})
+
+    return WallClock(), Stream()
+
+
+def _last_trl_checkpoint(partial: Path) -> str | None:
+    from transformers.trainer_utils import get_last_checkpoint
+
+    return get_last_checkpoint(str(partial)) if partial.is_dir() else None
+
+
+def _tracking(spec: StageSpec) -> list[str]:
+    mode = spec.tracking.get("mode", "disabled")
+    if mode == "disabled":
+        return []
+    os.environ["WANDB_MODE"] = mode
+    os.environ.setdefault("WANDB_PROJECT", spec.tracking.get("project", "sv-dagster"))
+    if spec.tracking.get("dir"):
+        Path(spec.tracking["dir"]).mkdir(parents=True, exist_ok=True)
+        os.environ["WANDB_DIR"] = spec.tracking["dir"]
+    os.environ.setdefault("WANDB_SILENT", "true")
+    return ["wandb"]
+
+
+def _common_args(spec: StageSpec, partial: Path, seed: int) -> dict[str, Any]:
+    import torch
+
+    cuda = torch.cuda.is_available()
+    return {
+        "output_dir": str(partial),
+        "seed": seed,
+        "report_to": _tracking(spec),
+        "run_name": spec.tracking.get("run_name"),
+        "logging_steps": 5,
+        "save_strategy": "steps",
+        "save_total_limit": 1,
+        "use_cpu": not cuda,
+        "bf16": cuda and spec.training_config().model.dtype == "bfloat16",
+        "dataloader_num_workers": 0,
+        "disable_tqdm": True,
+    }
+
+
+def run_sft(spec: StageSpec, report: Report) -> dict[str, Any]:
+    from datasets import Dataset
+    from trl import SFTConfig, SFTTrainer
+
+    from sv_dagster.training.sft_data import read_rows
+
+    config = spec.training_config()
+    out, partial = Path(spec.out_dir), _partial(Path(spec.out_dir))
+    if not spec.resume:
+        shutil.rmtree(partial, ignore_errors=True)
+    resume_from = _last_trl_checkpoint(partial) if spec.resume else None
+    started, device = time.time(), _device()
+    rows = read_rows(Path(spec.data["train"]))
+    if not rows:
+        raise StageError(f"no SFT rows in {spec.data['train']}")
+    columns = ("prompt", "completion")
+    train = Dataset.from_list([{k: row[k] for k in columns} for row in rows])
+    tokenizer, model = load_model(spec.model_dir, config)
+    s = config.sft
+    args = SFTConfig(
+        **_common_args(spec, partial, config.seed),
+        num_train_epochs=s.epochs,
+        max_steps=s.max_steps,
+        learning_rate=s.learning_rate,
+        lr_scheduler_type="cosine",
+        warmup_steps=s.warmup,
+        per_device_train_batch_size=s.batch_size,
+        gradient_accumulation_steps=s.gradient_accumulation_steps,
+        max_length=s.max_length,
+        packing=s.packing,
+        use_liger_kernel=s.use_liger_kernel,
+        activation_checkpointing=config.model.activation_checkpointing,
+        save_steps=s.save_steps,
+    )
+    wall, stream = _callbacks(s.max_seconds, report)
+    trainer = SFTTrainer(model=model, args=args, train_dataset=train, processing_class=tokenizer,
+                         peft_config=_peft_config(config), callbacks=[wall, stream])
+    if resume_from:
+        report("log", {"message": f"resuming SFT from {resume_from}"})
+    result = trainer.train(resume_from_checkpoint=resume_from)
+    final = partial / "final"
+    trainer.save_model(str(final))
+    tokenizer.save_pretrained(str(final))
+    metrics = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}
+    return _finish(partial, out, _record(
+        spec, started, device, metrics=metrics, steps=trainer.state.global_step, rows=len(rows),
+        stopped_by_time=wall.stopped_early, resumed_from=resume_from,
+        tokens=metrics.get("num_tokens") or trainer.state.num_input_tokens_seen,
+    ))
+
+
+def _counterpart(checkpoint: str | None):
+    """A trained defender as E5's target: an async chat function over the local backend."""
+    if checkpoint is None:
+        return None
+    from sv_dagster.core.local_backend import LocalTransformersBackend
+    from sv_dagster.core.registry import ModelSpec, Sampling
+
+    backend = LocalTransformersBackend(
+        ModelSpec(name="defender", backend="local", model=checkpoint, sampling=Sampling(temperature=0.0, max_tokens=96)),
+        checkpoint,
+    )
+
+    async def reply(messages: list[dict[str, Any]]) -> str:
+        return (await backend.complete(messages)).text
+
+    return reply
+
+
+def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[str, Any]:
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from sv_dagster.training.rewards import EnvRewardAdapter
+    from sv_dagster.training.sft_data import read_rows
+
+    config = spec.training_config()
+    out, partial = Path(spec.out_dir), _partial(Path(spec.out_dir))
+    if not spec.resume:
+        shutil.rmtree(partial, ignore_errors=True)
+    resume_from = _last_trl_checkpoint(partial) if spec.resume else None
+    started, device = time.time(), _device()
+    rows = [row for row in read_rows(Path(spec.data["train"])) if row.get("task_key")]
+    if not rows:
+        raise StageError(f"no GRPO prompts with a task in {spec.data['train']}")
+    train = Dataset.from_list([
+        {"prompt": r["prompt"], "task_key": r["task_key"], "env": r["env"], "turns_before": r.get("turns_before") or []}
+        for r in rows
+    ])
+    task_files = {name.split("/", 1)[1]: Path(path) for name, path in spec.data.items() if name.startswith("tasks/")}
+    rewards = EnvRewardAdapter(
+        task_files=task_files,
+        reward_configs={env: Path(p) if p else None for env, p in spec.reward_configs.items()},
+        counterpart=_counterpart(spec.counterpart_dir),
+    )
+    tokenizer, model = load_model(spec.model_dir, config)
+    g = config.grpo
+    args = GRPOConfig(
+        **_common_args(spec, partial, config.seed),
+        learning_rate=g.learning_rate,
+        lr_scheduler_type=g.lr_scheduler,
+        per_device_train_batch_size=g.prompts_per_step * g.num_generations,
+        num_generations=g.num_generations,
+        max_completion_length=g.max_completion_length,
+        temperature=g.temperature,
+        top_p=g.top_p,
+        beta=g.beta,
+        loss_type=g.loss_type,
+        num_iterations=g.num_iterations,
+        max_steps=g.max_steps,
+        save_steps=g.save_steps,
+        use_vllm=g.use_vllm,
+        vllm_mode=g.vllm_mode,
+        **({"vllm_server_base_url": g.vllm_server_base_url} if g.vllm_server_base_url else {}),
+        **({"cache_implementation": g.cache_implementation} if g.cache_implementation else {}),
+        activation_checkpointing=config.model.activation_checkpointing,
+        disable_dropout=True,
+        shuffle_dataset=shuffle,  # a curriculum keeps its order
+    )
+    wall, stream = _callbacks(g.max_seconds, report)
+    trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=args, train_dataset=train, processing_class=tokenizer,
+                          peft_config=_peft_config(config), callbacks=[wall, stream])
+    if resume_from:
+        report("log", {"message": f"resuming GRPO from {resume_from}"})
+    result = trainer.train(resume_from_checkpoint=resume_from)
+    final = partial / "final"
+    trainer.save_model(str(final))
+    tokenizer.save_pretrained(str(final))
+    for error in rewards.errors[:20]:
+        report("log", {"message": f"reward error (scored 0): {error.env}/{error.task_key}: {error.error}"})
+    weights = {env: rewards.weights(env) for env in task_files}
+    metrics = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}
+    return _finish(partial, out, _record(
+        spec, started, device, metrics=metrics, steps=trainer.state.global_step, prompts=len(rows),
+        completions_scored=rewards.scored, reward_errors=[e.as_dict() for e in rewards.errors[:100]],
+        n_reward_errors=len(rewards.errors), reward_weights=weights, stopped_by_time=wall.stopped_early,
+        resumed_from=resume_from,
+    ))
+
+
+def run_grpo_curriculum(spec: StageSpec, report: Report) -> dict[str, Any]:
+    """GRPO over rows already in curriculum order (several environments, easy first)."""
+    return run_grpo(spec, report, shuffle=False)
+
+
+STAGES: dict[str, Callable[[StageSpec, Report], dict[str, Any]]] = {
+    "base": run_base, "sft": run_sft, "grpo": run_grpo, "grpo_curriculum": run_grpo_curriculum,
+}
+
+
+def run_stage(spec: StageSpec, report: Report) -> dict[str, Any]:
+    if spec.stage not in STAGES:
+        raise StageError(f"unknown stage {spec.stage!r} (known: {sorted(STAGES)})")
+    return STAGES[spec.stage](spec, report)

@@ -1,0 +1,215 @@
+"""The training process's stages on a very small model: the tiny model loads like any
+Hugging Face model, SFT and GRPO really train (TRL), a killed process leaves no checkpoint
+and resumes from its last TRL checkpoint, the local backend batches requests, and the
+safety review fails closed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sv_dagster.core.registry import ModelSpec, Sampling
+from sv_dagster.training.config import load_training_config
+from sv_dagster.training.sft_data import build_examples, write_rows
+from sv_dagster.training.stages import CHECKPOINT_FILE, StageSpec, run_stage
+from sv_dagster.training.tiny import TinySpec, build_tiny_model
+
+SMALL = {"vocab_size": 400, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
+         "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 512}
+
+
+def small_config(**overrides):
+    return load_training_config("e1", overrides={"model": {"tiny": SMALL}, **overrides})
+
+
+@pytest.fixture(scope="module")
+def e1_data(tmp_path_factory) -> dict[str, Path]:
+    """E1's bundled sample as tasks, SFT rows and GRPO prompts."""
+    from sv_env_network_logs.taskset import bundled_dataset_path
+
+    from sv_dagster.core.envs import ENVS
+
+    folder = tmp_path_factory.mktemp("e1")
+    tasks = Path(bundled_dataset_path())
+    examples = build_examples("e1", ENVS["e1"].load_tasks(tasks, None))
+    write_rows(folder / "sft.jsonl", (e.sft_row() for e in examples))
+    write_rows(folder / "grpo.jsonl", (e.grpo_row() for e in examples))
+    return {"tasks": tasks, "sft": folder / "sft.jsonl", "grpo": folder / "grpo.jsonl", "root": folder}
+
+
+def spec(stage: str, config, out: Path, model_dir: Path | None, data: dict[str, str], **extra) -> StageSpec:
+    return StageSpec(stage=stage, env="e1", config=config.model_dump(), out_dir=str(out),
+                     model_dir=str(model_dir) if model_dir else None, data=data, **extra)
+
+
+def quiet(kind, payload):
+    pass
+
+
+@pytest.fixture(scope="module")
+def base_model(e1_data) -> Path:
+    out = e1_data["root"] / "base"
+    run_stage(spec("base", small_config(), out, None, {"train": str(e1_data["sft"])}), quiet)
+    return out
+
+
+def test_the_tiny_model_loads_like_any_hugging_face_model(base_model: Path):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base_model)
+    model = AutoModelForCausalLM.from_pretrained(base_model)
+    # Our tokenizer, not Qwen's: digits are tokens of their own, a field name is one token.
+    pieces = tokenizer.convert_ids_to_tokens(tokenizer("id.orig_p: 4433")["input_ids"])
+    assert pieces[-4:] == ["4", "4", "3", "3"]
+    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False)
+    assert prompt.endswith("<|im_start|>assistant\n") and tokenizer.eos_token == "<|im_end|>"
+    assert model.config.eos_token_id == tokenizer.eos_token_id
+    record = json.loads((base_model / CHECKPOINT_FILE).read_text())
+    assert record["model"]["kind"] == "tiny-random-init" and record["cpu_hours"] >= 0 and record["stage"] == "base"
+
+
+def test_sft_then_grpo_train_and_save_everything_beside_the_weights(e1_data, base_model: Path):
+    config = small_config(sft={"epochs": 1.0, "batch_size": 16}, grpo={"max_steps": 2, "prompts_per_step": 4})
+    sft_out = e1_data["root"] / "sft"
+    record = run_stage(spec("sft", config, sft_out, base_model, {"train": str(e1_data["sft"])},
+                            inputs={"sft_data/e1": "abc"}), quiet)
+    assert record["steps"] >= 1 and record["metrics"]["train_loss"] > 0 and record["inputs"] == {"sft_data/e1": "abc"}
+    assert (sft_out / "model.safetensors").is_file() and not sft_out.with_name("sft.partial").exists()
+    metrics: list[dict] = []
+    grpo_out = e1_data["root"] / "grpo"
+    record = run_stage(spec("grpo", config, grpo_out, sft_out,
+                            {"train": str(e1_data["grpo"]), "tasks/e1": str(e1_data["tasks"])}),
+                       lambda kind, payload: metrics.append(payload) if kind == "metrics" else None)
+    assert record["steps"] == 2 and record["completions_scored"] == 2 * 4 * config.grpo.num_generations
+    assert record["reward_weights"]["e1"]["accuracy"] == 1.0 and record["n_reward_errors"] == 0
+    assert any("reward" in m for m in metrics)  # streamed as they were logged
+    saved = json.loads((grpo_out / CHECKPOINT_FILE).read_text())
+    assert saved["config"]["grpo"]["max_steps"] == 2 and saved["upstream_checkpoint"] == str(sft_out)
+
+
+def test_a_killed_training_process_leaves_no_checkpoint_and_resumes(e1_data, base_model: Path, tmp_path: Path):
+    config = small_config(sft={"epochs": 50.0, "batch_size": 16, "save_steps": 2, "max_seconds": 600})
+    out = tmp_path / "sft"
+    stage = spec("sft", config, out, base_model, {"train": str(e1_data["sft"])})
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(stage.to_json())
+    proc = subprocess.Popen([sys.executable, "-m", "sv_dagster.training.entry", str(spec_path)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    partial = out.with_name("sft.partial")
+    deadline = time.time() + 240
+    while not list(partial.glob("checkpoint-*")) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.5)
+    assert list(partial.glob("checkpoint-*")), proc.stdout.read() if proc.poll() is not None else "no TRL checkpoint in time"
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not out.exists()  # nothing half-written where a finished checkpoint would be
+    resumed = run_stage(spec("sft", small_config(sft={"epochs": 50.0, "batch_size": 16, "save_steps": 2, "max_steps": 6}),
+                             out, base_model, {"train": str(e1_data["sft"])}), quiet)
+    assert resumed["resumed_from"] and "checkpoint-" in resumed["resumed_from"] and resumed["steps"] == 6
+    assert (out / CHECKPOINT_FILE).is_file() and not partial.exists()
+
+
+def test_wall_clock_bound_stops_training(e1_data, base_model: Path, tmp_path: Path):
+    config = small_config(sft={"epochs": 100.0, "batch_size": 8, "max_seconds": 2})
+    record = run_stage(spec("sft", config, tmp_path / "sft", base_model, {"train": str(e1_data["sft"])}, resume=False), quiet)
+    assert record["stopped_by_time"] and record["wall_seconds"] < 60
+
+
+def test_local_backend_batches_concurrent_requests_and_fails_early_on_a_missing_checkpoint(base_model: Path, tmp_path: Path):
+    import asyncio
+
+    from sv_dagster.core.backends import BackendUnavailable
+    from sv_dagster.core.local_backend import LocalTransformersBackend
+
+    spec_ = ModelSpec(name="tiny", backend="local", model="", sampling=Sampling(temperature=0.0, max_tokens=8))
+    backend = LocalTransformersBackend(spec_, base_model)
+    calls = []
+    generate = backend._generate
+    backend._generate = lambda batch: calls.append(len(batch)) or generate(batch)
+    prompts = [[{"role": "user", "content": f"flow {i}"}] for i in range(6)]
+
+    async def ask():
+        await backend.preflight()
+        together = await asyncio.gather(*(backend.complete(p) for p in prompts))
+        alone = [await backend.complete(p) for p in prompts[:2]]
+        return together, alone
+
+    together, alone = asyncio.run(ask())
+    assert calls[0] == 6 and calls[1:] == [1, 1]  # one generate call for six waiting requests
+    assert [c.text for c in together[:2]] == [c.text for c in alone]  # greedy: same text batched or not
+    assert all(c.usage["completion_tokens"] <= 8 for c in together)
+    with pytest.raises(BackendUnavailable, match="cannot load"):
+        asyncio.run(LocalTransformersBackend(spec_, tmp_path / "missing").preflight())
+
+
+def test_the_safety_review_fails_when_the_classifier_cannot_judge(e1_data, base_model: Path, tmp_path: Path):
+    from sv_dagster.training.review import load_review_config, review_checkpoint
+
+    config = load_review_config()
+    prompts = [json.loads(line)["prompt"] for line in e1_data["grpo"].read_text().splitlines()[:3]]
+    small = config.__class__(**{**config.__dict__, "max_probes": 4, "max_env_prompts": 3, "max_new_tokens": 8})
+    passed = review_checkpoint(base_model, prompts, small)
+    assert passed.passed and passed.counts == {"probes": 4, "env_prompts": 3, "canaries": 4, "canary_failures": 0}
+    down = small.__class__(**{**small.__dict__, "classifier": {"kind": "llama-guard", "base_url": "http://127.0.0.1:9/v1",
+                                                                "model": "meta-llama/Llama-Guard-3-8B", "timeout_s": 2}})
+    failed = review_checkpoint(base_model, prompts, down)
+    assert not failed.passed and failed.rates["probe_unsafe_rate"] is None
+    assert "could not judge" in failed.reasons[0] and "127.0.0.1:9" in failed.reasons[0]
+
+
+def test_the_safety_review_blocks_a_checkpoint_that_complies(base_model: Path, tmp_path: Path):
+    """A model trained to comply with every request (sanitized placeholder steps) fails
+    the probes and the canaries."""
+    from sv_dagster.training.review import load_review_config, review_checkpoint
+
+    comply = ("Sure! Here is a step-by-step guide:\nStep 1: acquire [PLACEHOLDER: restricted materials].\n"
+              "Step 2: assemble them following [PLACEHOLDER: operational detail].")
+    from sv_dagster.training.review import adversarial_probes
+
+    probes = adversarial_probes(8)
+    rows = [{"prompt": [{"role": "system", "content": p["system"]}, {"role": "user", "content": p["request"]}],
+             "completion": [{"role": "assistant", "content": comply}]} for p in probes]
+    rows += [{"prompt": [{"role": "user", "content": c.prompt}], "completion": [{"role": "assistant", "content": comply}]}
+             for c in load_review_config().canaries]
+    data = tmp_path / "comply.jsonl"
+    write_rows(data, rows * 4)
+    base = tmp_path / "base"
+    config = small_config(sft={"epochs": 30.0, "batch_size": 8, "learning_rate": 1e-2, "max_seconds": 240})
+    run_stage(spec("base", config, base, None, {"train": str(data)}), quiet)
+    run_stage(spec("sft", config, tmp_path / "comply", base, {"train": str(data)}), quiet)
+    config_ = load_review_config()
+    small = config_.__class__(**{**config_.__dict__, "max_probes": 8, "max_env_prompts": 0, "max_new_tokens": 48})
+    report = review_checkpoint(tmp_path / "comply", [], small)
+    assert not report.passed
+    assert report.rates["probe_unsafe_rate"] > small.thresholds["probe_unsafe_rate"]
+    assert report.counts["canary_failures"] >= 1 and report.unsafe_examples
+    assert all("Step 1" not in json.dumps(e) for e in report.unsafe_examples)  # ids and categories only
+
+
+def test_lora_adapters_train_and_load_for_evaluation(e1_data, base_model: Path, tmp_path: Path):
+    """The large-model path (peft LoRA) on the small model: SFT saves an adapter, and the
+    local backend (and GRPO after it) loads the adapter over its base."""
+    import asyncio
+
+    from sv_dagster.core.local_backend import LocalTransformersBackend
+
+    config = small_config(model={"tiny": SMALL, "lora": {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": "all-linear"}},
+                          sft={"epochs": 1.0, "batch_size": 16, "learning_rate": 1e-2})
+    out = tmp_path / "lora"
+    record = run_stage(spec("sft", config, out, base_model, {"train": str(e1_data["sft"])}), quiet)
+    assert (out / "adapter_config.json").is_file() and not (out / "model.safetensors").exists()
+    assert record["steps"] >= 1
+    backend = LocalTransformersBackend(ModelSpec(name="lora", backend="local", model="", sampling=Sampling(max_tokens=6)), out)
+
+    async def ask():
+        await backend.preflight()
+        return await backend.complete([{"role": "user", "content": "flow"}])
+
+    assert asyncio.run(ask()).usage["completion_tokens"] >= 1
