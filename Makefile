@@ -28,7 +28,7 @@ setup: $(STAMP) $(TOOLS_STAMP) system-packages
 # bwrap; without it E3 falls back to weaker protections and records which) and postgresql
 # (the Postgres instance tests start a real server). Installed when missing and we are root
 # (CI and these machines). Checked by a command each puts on PATH.
-SYSTEM_PACKAGES := bwrap:bubblewrap pg_ctlcluster:postgresql
+SYSTEM_PACKAGES := bwrap:bubblewrap pg_ctlcluster:postgresql chromium:chromium
 system-packages:
 	@missing=""; for pair in $(SYSTEM_PACKAGES); do command -v $${pair%%:*} >/dev/null || missing="$$missing $${pair#*:}"; done; \
 	if [ -n "$$missing" ]; then \
@@ -82,6 +82,7 @@ lock: setup
 
 samples: setup
 	$(BIN)/python scripts/make_samples.py
+	$(BIN)/python scripts/make_corpus_samples.py
 
 clean:
-	rm -rf $(VENV) $(TOOLS_VENV) .dagster outputs .pytest_cache
+	rm -rf $(VENV) $(TOOLS_VENV) .dagster outputs .pytest_cache test-output

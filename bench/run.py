@@ -11,7 +11,18 @@ the full path through verifiers' `task.score` beside it), the embedded safety cl
 >= 2,000 texts/s on one core (bench/safety.py), and E5/E6 dialogue throughput of the
 concurrent runner against a loopback model that takes 100 ms per call.
 
-    python bench/run.py [--only foundation|scoring|redteam]
+Synthetic data (issue 5, bench/synthetic.py): 100,000 E1 rows generated, validated and
+written as Parquet in <= 60 s with peak RSS <= 1 GiB (a fresh process).
+
+Curation (issue 5, bench/data.py): a 1,000,000-row E1 corpus curated into dataset/e1 (render,
+hash, de-duplicate, split, write) in <= 300 s, with the curating process's peak RSS; loading
+the corpus and its Great Expectations suite are timed beside it.
+
+Training (issue 6, bench/training.py): SFT tokens/s and GRPO completions/hour through the
+pipeline's own training entry point beside plain TRL; on a GPU also MFU, with the issue's
+targets (SFT >= 40% MFU, GRPO >= 250,000 completions/hour); on a CPU the figures are recorded.
+
+    python bench/run.py [--only foundation|scoring|redteam|synthetic|curation|training]
 """
 
 from __future__ import annotations
@@ -43,6 +54,15 @@ SCORING_TARGETS = {
     "e2_warm_rollouts_per_hour": 100_000.0,
     "e2_cold_rollouts_per_hour": 5_000.0,
     "e3_rollouts_per_hour": 3_000.0,
+}
+
+SYNTHETIC_TARGETS = {
+    "synthetic_e1_100k_s": 60.0,
+    "synthetic_e1_peak_rss_mib": 1024.0,
+}
+
+CURATION_TARGETS = {
+    "curation_1m_s": 300.0,  # issue 5: curation of a 1M-row E1 corpus in <= 5 min on this 2-core machine
 }
 
 REDTEAM_TARGETS = {
@@ -280,12 +300,59 @@ def bench_redteam() -> dict:
     }
 
 
+def bench_synthetic(n: int = 100_000) -> dict:
+    """E1's synthetic batch at 100,000 rows in its own process (see bench/synthetic.py)."""
+    child = _json_of([sys.executable, str(ROOT / "bench" / "synthetic.py"), "--n", str(n)])
+    return {
+        "synthetic_e1_rows": child["rows_requested"],
+        "synthetic_e1_accepted": child["accepted"],
+        "synthetic_e1_rejected": child["rejected"],
+        "synthetic_e1_100k_s": child["seconds"],
+        "synthetic_e1_rows_per_s": child["rows_per_s"],
+        "synthetic_e1_peak_rss_mib": child["peak_rss_mib"],
+        "synthetic_e1_parquet_mib": child["parquet_mib"],
+        "synthetic_e1_chunk_rows": child["chunk_rows"],
+    }
+
+
+def bench_curation(n: int = 1_000_000) -> dict:
+    """dataset/e1's curation of an n-row corpus, each step in its own process (bench/data.py):
+    the corpus is generated and loaded outside the timed step."""
+    script = str(ROOT / "bench" / "data.py")
+    with tempfile.TemporaryDirectory(prefix="sv-bench-curation-") as tmp:
+        generated = _json_of([sys.executable, script, "generate", "--data", tmp, "--n", str(n)])
+        loaded = _json_of([sys.executable, script, "load", "--data", tmp])
+        curated = _json_of([sys.executable, script, "curate", "--data", tmp])
+        validated = _json_of([sys.executable, script, "validate", "--data", tmp])
+    out = {"curation_corpus_rows": generated["generated_rows"], "curation_corpus_mib": generated["corpus_bytes"] / 2**20}
+    for step in (loaded, curated, validated):
+        out.update({k: v for k, v in step.items() if k != "mode"})
+    out["curation_1m_s"] = curated["curation_s"] * 1_000_000 / n  # the target's unit (equal when n = 1M)
+    return out
+
+
+TRAINING_TARGETS = {
+    # Issue 6 on a lent H100 (only checked where CUDA is present; CPU figures are recorded).
+    "sft_mfu": 0.40,
+    "grpo_completions_per_hour": 250_000.0,
+}
+
+
+def bench_training() -> dict:
+    """SFT tokens/s and GRPO completions/hour through the pipeline's training entry point,
+    beside plain TRL on the same model and data (bench/training.py)."""
+    child = _json_of([sys.executable, str(ROOT / "bench" / "training.py")])
+    return {f"training_{k}" if k in ("model", "parameters", "device") else k: v for k, v in child.items()}
+
+
 def main() -> int:
     import argparse
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale-n", type=int, default=100_000, help="examples in the scale run")
-    parser.add_argument("--only", choices=["all", "foundation", "scoring", "redteam"], default="all")
+    parser.add_argument("--only", choices=["all", "foundation", "scoring", "redteam", "synthetic", "curation", "training"],
+                        default="all")
+    parser.add_argument("--curation-n", type=int, default=1_000_000, help="corpus rows in the curation benchmark")
     args = parser.parse_args()
     results: dict = {}
     targets: dict = {}
@@ -301,8 +368,19 @@ def main() -> int:
     if args.only in ("all", "redteam"):
         results.update(bench_redteam())
         targets.update(REDTEAM_TARGETS)
+    if args.only in ("all", "synthetic"):
+        results.update(bench_synthetic())
+        targets.update(SYNTHETIC_TARGETS)
+    if args.only in ("all", "curation"):
+        results.update(bench_curation(args.curation_n))
+        targets.update(CURATION_TARGETS)
+    if args.only in ("all", "training"):
+        results.update(bench_training())
+        if results["training_device"].get("device") == "cuda":  # the GPU targets mean nothing on a CPU
+            targets.update(TRAINING_TARGETS)
     verdicts = {
-        name: (results[name] >= target if "_per_" in name else results[name] <= target)  # rates: higher is better
+        # rates and MFU: higher is better; times and memory: lower
+        name: (results[name] >= target if "_per_" in name or name.endswith("mfu") else results[name] <= target)
         for name, target in targets.items()
     }
     record = {

@@ -11,9 +11,15 @@
     sv-dagster lineage ASSET_KEY [--partition P] [--json]
                                       the chain from an asset's latest materialization to its
                                       roots: data version, content hash, code version, git commit
+    sv-dagster signoff e1 --reviewer NAME --verdict approve|reject [--note TEXT]
+                                      a human's sign-off on the reviewed checkpoint; promotes it
+                                      when approved (job promote_e1)
     sv-dagster rescore EVAL_DIR [--reward-config TOML]
                                       score an eval folder's stored completions again with the
                                       current verifier (no model calls); writes a new folder
+    sv-dagster review synthetic ENV --partition DATE --reviewer NAME --verdict accept|reject [--rows ID ...] [--note TEXT]
+                                      record a spot-check decision on a synthetic batch (decisions
+                                      file + asset check evaluation and observation in the instance)
 """
 
 from __future__ import annotations
@@ -133,7 +139,94 @@ def run_demo(job_name: str) -> int:
     started = time.perf_counter()
     job = build_definitions().resolve_job_def(job_name)
     result = job.execute_in_process(instance=dg.DagsterInstance.get(), run_config=QUIET, raise_on_error=False)
-    return _report(result, job_name, started)
+    code = _report(result, job_name, started)
+    if job_name == "demo" and code == 0:  # the synthetic batches are daily partitions: a run of their own
+        from sv_dagster.jobs.synthetic import run_synthetic_demo
+
+        ok, text = run_synthetic_demo(dg.DagsterInstance.get(), run_config=QUIET)
+        print(text)
+        code = 0 if ok else 1
+    if job_name == "demo" and code == 0:  # then the training chain on the synthetic + curated E1 data
+        code = run_training_demo("e1")
+    return code
+
+
+def _with_ci(summary: dict[str, Any], key: str) -> str:
+    value, ci = summary.get(key), (summary.get("ci95") or {}).get(key)
+    return f"{_fmt(value)} [{ci[0]:.2f}, {ci[1]:.2f}]" if value is not None and ci else _fmt(value)
+
+
+def training_text(result, env_short: str) -> str:
+    """base -> SFT -> RLFT on the held-out test split, with 95% bootstrap CIs, and what each
+    stage cost; the review's verdict and how to sign off."""
+    rows, stages, review = [], [], None
+    for event in result.get_asset_materialization_events():
+        materialization = event.step_materialization_data.materialization
+        kind, *rest = materialization.asset_key.path
+        metadata = materialization.metadata
+        if kind == "eval":
+            summary = json.loads((Path(metadata["artifact_path"].value) / "summary.json").read_text())
+            rows.append(summary)
+        elif kind == "checkpoint":
+            stages.append((rest[-1], metadata))
+        elif kind == "safety_review":
+            review = metadata
+    order = {"base": 0, "sft": 1, "rlft1": 2}
+    rows.sort(key=lambda r: order.get(r["model"].rsplit("-", 1)[-1], 9))
+    table = [{"model": r["model"], "n_examples": r["n_examples"], "reward": _with_ci(r, "mean_reward"),
+              "json": _with_ci(r, "format_rate"), "acc": _with_ci(r, "accuracy"), "ece": _with_ci(r, "ece")} for r in rows]
+    lines = [f"\n== training: {env_short} base -> SFT -> RLFT (GRPO), held-out test split, 95% bootstrap CIs"]
+    if any(r.get("sample") for r in rows):
+        lines.append("DATA: SAMPLE corpus rows plus the synthetic batch; the model is the tiny one built here (CPU)")
+    lines.append(format_table(table, (("mean reward", "reward"), ("valid JSON", "json"), ("accuracy", "acc"), ("ECE", "ece"))))
+    for stage, metadata in stages:
+        value = lambda name: metadata[name].value if name in metadata else None  # noqa: E731
+        lines.append(f"  {stage}: {_fmt(value('wall_seconds'))} s, {_fmt(value('steps'))} steps, "
+                     f"{_fmt(value('cpu_hours'))} CPU h, {_fmt(value('gpu_hours'))} GPU h -> {_shown(Path(str(value('checkpoint_path'))))}")
+    if review is not None:
+        passed = review["review_passed"].value
+        lines.append(f"  safety review: {'passed' if passed else 'FAILED (' + review['reasons'].value + ')'}"
+                     + (f"; promote with `sv-dagster signoff {env_short} --reviewer NAME --verdict approve`" if passed else ""))
+    return "\n".join(lines)
+
+
+def run_training_demo(env_short: str) -> int:
+    import dagster as dg
+
+    from sv_dagster.definitions import build_definitions
+
+    started = time.perf_counter()
+    result = build_definitions().resolve_job_def(f"rlft_{env_short}").execute_in_process(
+        instance=dg.DagsterInstance.get(), run_config=QUIET, raise_on_error=False)
+    if not result.success:
+        return _report(result, f"rlft_{env_short}", started)
+    print(training_text(result, env_short))
+    print(f"\ntraining wall time {time.perf_counter() - started:.1f} s (run {result.run_id})")
+    return 0
+
+
+def run_signoff(env_short: str, reviewer: str, verdict: str, note: str) -> int:
+    """Record a human sign-off on the reviewed checkpoint and, when approved, promote it:
+    job `promote_<env>` (the sign-off is an asset, so it is in the promoted checkpoint's lineage)."""
+    import dagster as dg
+
+    from sv_dagster.definitions import build_definitions
+
+    started = time.perf_counter()
+    defs = build_definitions()
+    job = defs.resolve_job_def(f"promote_{env_short}")
+    signoff = dg.AssetKey(["safety_signoff", env_short])
+    if verdict != "approve":  # a rejection is recorded; there is nothing to promote
+        job = job.get_subset(asset_selection={signoff})
+    run_config = {**QUIET, "ops": {f"safety_signoff__{env_short}": {"config": {"reviewer": reviewer, "verdict": verdict, "note": note}}}}
+    result = job.execute_in_process(instance=dg.DagsterInstance.get(), run_config=run_config, raise_on_error=False)
+    if not result.success:
+        return _report(result, f"promote_{env_short}", started)
+    for event in result.get_asset_materialization_events():
+        materialization = event.step_materialization_data.materialization
+        print(f"{materialization.asset_key.to_user_string()}: {_shown(Path(materialization.metadata['artifact_path'].value))}")
+    print("promoted" if verdict == "approve" else "sign-off recorded: rejected (not promoted)")
+    return 0
 
 
 def run_eval_command(
@@ -256,7 +349,22 @@ def main(argv: list[str] | None = None) -> int:
     trace.add_argument("asset_key", help="e.g. eval/e1/heuristic or reports/monthly")
     trace.add_argument("--partition", default=None)
     trace.add_argument("--json", action="store_true", help="machine-readable output")
+    review = commands.add_parser("review", help="record a human spot-check decision on a synthetic batch")
+    review.add_argument("kind", choices=["synthetic"])
+    review.add_argument("env", choices=sorted(ENVS))
+    review.add_argument("--partition", required=True, help="the batch's day, YYYY-MM-DD")
+    review.add_argument("--reviewer", required=True)
+    review.add_argument("--verdict", required=True, choices=["accept", "reject"])
+    review.add_argument("--rows", nargs="+", default=[], help="row ids the verdict is about (default: the whole batch)")
+    review.add_argument("--note", default="")
+    signoff = commands.add_parser("signoff", help="a human sign-off on a reviewed checkpoint; promotes it when approved")
+    signoff.add_argument("env", choices=sorted(ENVS))
+    signoff.add_argument("--reviewer", required=True)
+    signoff.add_argument("--verdict", required=True, choices=["approve", "reject"])
+    signoff.add_argument("--note", default="")
     args = parser.parse_args(argv)
+    if args.command == "signoff":
+        return run_signoff(args.env, args.reviewer, args.verdict, args.note)
     if args.command == "check":
         return run_check()
     if args.command == "baseline":
@@ -273,6 +381,10 @@ def main(argv: list[str] | None = None) -> int:
         return main_lineage(args.asset_key, args.partition, args.json)
     if args.command == "rescore":
         return run_rescore(args.eval_dir, args.reward_config)
+    if args.command == "review":
+        from sv_dagster.jobs.synthetic import main_review
+
+        return main_review(args.env, args.partition, args.reviewer, args.verdict, args.rows, args.note)
     return 2
 
 

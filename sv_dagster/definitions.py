@@ -14,18 +14,23 @@ from collections.abc import Iterable
 import dagster as dg
 from dotenv import load_dotenv
 
-from sv_dagster.assets.corpora import corpus_iot23
-from sv_dagster.assets.datasets import build_bundled_dataset_asset, dataset_e1
-from sv_dagster.assets.evals import build_eval_assets, build_regression_checks, build_rescore_assets
+from sv_dagster.assets.datasets import build_data_assets
+from sv_dagster.assets.evals import build_eval_assets, build_regression_checks, build_rescore_assets, eval_asset_key
 from sv_dagster.assets.recipe import PROVENANCE_TAG
 from sv_dagster.assets.reports import build_report_assets
+from sv_dagster.assets.synthetic import build_synthetic_assets
 from sv_dagster.assets.tournament import tournament_e5_e6
+from sv_dagster.assets.ablation import ablation_assets, ablation_jobs
+from sv_dagster.assets.cotrain import cotrain_assets
+from sv_dagster.assets.training import training_assets
 from sv_dagster.assets.triage import build_triage_assets
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import PROJECT_ROOT
 from sv_dagster.core.registry import load_registry, registry_path
 from sv_dagster.jobs import demo_job, eval_job, program_jobs, rescore_job, tournament_job
-from sv_dagster.resources import ModelRegistry
+from sv_dagster.jobs.synthetic import synthetic_job, synthetic_schedule
+from sv_dagster.jobs.training import training_jobs
+from sv_dagster.resources import ExperimentTracking, ModelRegistry, PipesLauncher
 from sv_dagster.schedules import program_schedules
 
 OWNER = "team:sv-research"
@@ -47,13 +52,6 @@ def require_provenance(assets: Iterable[dg.AssetsDefinition]) -> None:
         raise ValueError(f"assets declared without provenance_asset: {missing}")
 
 
-def data_assets(env_short: str) -> list[dg.AssetsDefinition]:
-    """What feeds dataset/<env>: E1 curates a corpus; E2-E6 ship their own task sets."""
-    if env_short == "e1":
-        return [corpus_iot23, dataset_e1]
-    return [build_bundled_dataset_asset(ENVS[env_short])]
-
-
 def build_definitions() -> dg.Definitions:
     load_dotenv(PROJECT_ROOT / ".env")  # API keys and endpoints; .env is git-ignored
     if os.environ.get("SV_SECRETS_FILE"):  # or a dotenv file kept outside the repository
@@ -61,12 +59,31 @@ def build_definitions() -> dg.Definitions:
     models = load_registry()
     envs = list(ENVS.values())
     evals = [a for env in envs for a in build_eval_assets(env, models)]
+    eval_keys = [key for assets_def in evals for key in assets_def.keys]
+    # Evals of models trained here depend on their checkpoint and may make nothing in a run
+    # (no promoted checkpoint yet): nothing else depends on them but their triage.
+    untrained = {eval_asset_key(env, m) for env in envs for m in models.values() if m.checkpoint_asset is None and m.supports(env.short)}
+    # corpus/<id> for every entry of configs/sources.yaml, dataset/<env>, and their blocking suites.
+    data, data_checks = build_data_assets(envs)
+    # synthetic/<env> (daily partitions); E5's generator reads defender failures from these
+    # (not from trained models' evals: those checkpoints train on synthetic data, a cycle).
+    failure_keys = [k for k in eval_keys if k.path[1] in ("e5", "e6") and k in untrained] + [tournament_e5_e6.key]
+    synthetic, synthetic_checks = build_synthetic_assets(failure_keys)
+    # sft_data -> checkpoints -> safety reviews -> promotion, from configs/training/.
+    training, training_checks = training_assets()
+    training += [*cotrain_assets(), *ablation_assets()]
     assets = [
-        *(a for env in envs for a in data_assets(env.short)),
+        *data,
+        *synthetic,
+        *training,
         *evals,
         *(a for env in envs for a in build_triage_assets(env, models)),
         *(a for env in envs for a in build_rescore_assets(env, models)),
-        *build_report_assets([key for assets_def in evals for key in assets_def.keys]),
+        *build_report_assets(
+            [key for key in eval_keys if key in untrained],
+            [key for a in training for key in a.keys if key.path[0] in ("checkpoint", "ablation") and key.path[-1] != "promoted"],
+            optional_eval_keys=[key for key in eval_keys if key not in untrained],
+        ),
         tournament_e5_e6,
     ]
     require_provenance(assets)
@@ -78,14 +95,29 @@ def build_definitions() -> dg.Definitions:
             demo_job(envs, models),
             tournament_job(),
             *program_jobs(envs, models),
+            synthetic_job(),
+            *training_jobs(models),
+            *ablation_jobs(),
         ]
     }
+    # Deployment choices from the environment (docs/deploy.md): the executor (SV_EXECUTOR)
+    # and, for an fsspec artifact root (SV_OUTPUTS_DIR=s3://...), an IO manager in that store.
+    from sv_dagster.assets.recipe import artifact_io_managers
+    from sv_dagster.executors import executor_from_env
+
     defs = dg.Definitions(
         assets=assets,
-        asset_checks=[c for env in envs for c in build_regression_checks(env, models)],
+        asset_checks=[*data_checks, *synthetic_checks, *training_checks,
+                      *(c for env in envs for c in build_regression_checks(env, models))],
         jobs=list(jobs.values()),
-        schedules=program_schedules(jobs),
-        resources={"models": ModelRegistry(registry_path=str(registry_path()))},
+        schedules=[*program_schedules(jobs), synthetic_schedule(jobs["synthetic_daily"])],
+        resources={
+            "models": ModelRegistry(registry_path=str(registry_path())),
+            "launcher": PipesLauncher(),
+            "tracking": ExperimentTracking(),
+            **artifact_io_managers(),
+        },
+        executor=executor_from_env(),
     )
     # One policy for every asset: owner shown in the UI.
     return defs.map_asset_specs(func=lambda spec: spec.replace_attributes(owners=[OWNER]))

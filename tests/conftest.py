@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -20,4 +21,9 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     monkeypatch.delenv("SV_MODEL_REGISTRY", raising=False)
     monkeypatch.delenv("SV_IOT23_SOURCE", raising=False)
+    # Deployment and training choices a developer's shell may hold must not change the tests.
+    names = ["SV_EXECUTOR", "SV_EXECUTOR_CONFIG", "SV_STAGING_DIR", "SV_TRAINING_PROFILE", "SV_SAFETY_REVIEW_CONFIG",
+             "SV_CORPORA", *(name for name in os.environ if name.startswith("SV_SOURCE_"))]
+    for name in names:
+        monkeypatch.delenv(name, raising=False)
     return tmp_path

@@ -4,15 +4,19 @@ status and lineage show separately in the UI; adding a model is a registry edit.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import dagster as dg
 from pydantic import Field
 
-from sv_dagster.assets.recipe import Artifact, provenance_asset
+from sv_dagster.assets.recipe import Artifact, local_artifact_path, provenance_asset
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.paths import outputs_root
 from sv_dagster.core.registry import ModelSpec
-from sv_dagster.resources import ModelRegistry
+from sv_dagster.resources import ModelRegistry, PipesLauncher
+
+if TYPE_CHECKING:
+    from sv_dagster.core.evaluation import EvalRun  # imports the model clients: only when an eval runs
 
 def headline_metrics(env: EnvSpec) -> tuple[str, ...]:
     return (*(key for _, key in env.columns), "mean_reward", "n_errors")
@@ -39,6 +43,11 @@ class EvalConfig(dg.Config):
         description="Dialogue environments with a model on the other side (E5's target): the registry model "
         "that plays it. `heuristic` is the rule-based defender.",
     )
+    external: bool = Field(
+        default=False,
+        description="Run the eval in its own process through Dagster Pipes (the `launcher` resource: a subprocess, a "
+        "Kubernetes pod or a Ray job), for large evals; the same code and the same files as in-process.",
+    )
     include_tools: bool = Field(
         default=True,
         description="Offer the environment's tools to the model (E2's run_opa, run_semgrep, ...) within its tool "
@@ -50,19 +59,71 @@ def eval_asset_key(env: EnvSpec, model: ModelSpec) -> dg.AssetKey:
     return dg.AssetKey(["eval", env.short, model.key])
 
 
+def run_external_eval(context: dg.AssetExecutionContext, launcher: PipesLauncher, env: EnvSpec, model: ModelSpec,
+                      target: ModelSpec | None, checkpoint: Path | None, use_cache: bool, models: ModelRegistry,
+                      arguments: dict) -> EvalRun:
+    """Write the eval's spec, launch `python -m sv_dagster.core.eval_entry` through Pipes, read
+    the eval folder it reports."""
+    import json
+
+    from sv_dagster.core.evaluation import eval_dir, load_eval_run
+
+    run_dir = eval_dir(arguments["outputs_root"], env, model.name, arguments["run_id"])
+    spec = {
+        "env": env.short, "model": model.name, "registry": models.registry_path, "checkpoint": str(checkpoint) if checkpoint else None,
+        "target_model": target.name if target else None, "use_cache": use_cache,
+        **{k: (str(v) if isinstance(v, Path) else v) for k, v in arguments.items()},
+    }
+    spec_path = run_dir.with_name(run_dir.name + ".spec.json")
+    spec_path.parent.mkdir(parents=True, exist_ok=True)
+    spec_path.write_text(json.dumps(spec, indent=2, sort_keys=True), encoding="utf-8")
+    invocation = launcher.launch(context, str(spec_path), {}, module="sv_dagster.core.eval_entry",
+                                 gpu=model.backend == "local")
+    reported = [m for m in invocation.get_custom_messages() if isinstance(m, dict) and m.get("kind") == "eval"]
+    if not reported:
+        raise dg.Failure(f"the external eval of {model.name} ended without reporting its folder ({run_dir})")
+    return load_eval_run(Path(reported[-1]["run_dir"]))
+
+
+def trained_checkpoint(context: dg.AssetExecutionContext, model: ModelSpec) -> Path | None:
+    """The checkpoint folder a trained model's eval scores: the one the latest materialization
+    of its `checkpoint_asset` recorded. None (the eval is skipped, with the reason logged) when
+    that asset was never materialized or its safety review's blocking check failed."""
+    key = dg.AssetKey(model.checkpoint_asset.split("/"))
+    event = context.instance.get_latest_materialization_event(key)
+    if event is None:
+        context.log.warning(f"{model.name}: {key.to_user_string()} has no materialization yet; nothing to evaluate")
+        return None
+    if key.path[0] == "safety_review":
+        record = context.instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(key, "automated_review"))
+        evaluation = record.event.dagster_event.event_specific_data if record and record.event and record.event.dagster_event else None
+        if evaluation is None or not evaluation.passed:
+            context.log.warning(f"{model.name}: the checkpoint behind {key.to_user_string()} did not pass its automated "
+                                "safety review; it is not evaluated")
+            return None
+    return Path(event.asset_materialization.metadata["checkpoint_path"].value)
+
+
 def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
+    trained = model.checkpoint_asset is not None
     @provenance_asset(
         key=eval_asset_key(env, model),
         ins={"dataset": dg.AssetIn(key=["dataset", env.short])},
+        deps=[dg.AssetKey(model.checkpoint_asset.split("/"))] if trained else [],
+        output_required=not trained,
         group_name="evals",
         pool=model.pool,
         kinds={"json"},
         tags={"sv/env": env.short, "sv/model": model.key, "sv/backend": model.backend},
         description=f"{env.env_id} evaluated with {model.name} ({model.backend}: {model.model}). {model.description}".strip(),
     )
-    def eval_model(context: dg.AssetExecutionContext, config: EvalConfig, dataset: Artifact, models: ModelRegistry) -> Artifact:
+    def eval_model(context: dg.AssetExecutionContext, config: EvalConfig, dataset: Artifact, models: ModelRegistry,
+                   launcher: PipesLauncher) -> Artifact | None:
         if config.split not in dataset.files:
             raise dg.Failure(f"dataset/{env.short} has no split {config.split!r} (have: {sorted(dataset.files)})")
+        checkpoint = trained_checkpoint(context, model) if trained else None
+        if trained and checkpoint is None:
+            return None
         from sv_dagster.core.cache import ResponseCache
         from sv_dagster.core.evaluation import evaluate  # imports verifiers (~3 s): only when run
 
@@ -71,24 +132,30 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
         resume_from = config.resume_run_id or context.run.root_run_id
         reward_config = Path(config.reward_config) if config.reward_config else None
         target = models.spec(config.target_model) if env.counterpart_env else None
-        run = evaluate(
-            env,
-            spec,
-            models.backend(model.name, env.env_id),
+        arguments = dict(
             dataset_path=dataset.files[config.split],
             outputs_root=outputs_root(),
             run_id=resume_from or context.run_id,
             resume=resume_from is not None,
-            cache=ResponseCache(outputs_root() / "cache" / "responses.sqlite3") if config.use_cache else None,
             limit=config.limit,
             concurrency=config.concurrency,
             reward_config=reward_config,
             seed=config.seed,
             dataset_info={"split": config.split, "sample": dataset.facts.get("sample", False)},
             use_tools=config.include_tools,
-            counterpart=models.backend(target.name, env.counterpart_env) if target else None,
-            counterpart_model=target,
         )
+        if config.external:  # a large eval in its own process (a pod, a Ray job) through Pipes
+            run = run_external_eval(context, launcher, env, spec, target, checkpoint, config.use_cache, models, arguments)
+        else:
+            run = evaluate(
+                env,
+                spec,
+                models.backend(model.name, env.env_id, checkpoint),
+                cache=ResponseCache(outputs_root() / "cache" / "responses.sqlite3") if config.use_cache else None,
+                counterpart=models.backend(target.name, env.counterpart_env) if target else None,
+                counterpart_model=target,
+                **arguments,
+            )
         summary = run.summary
         context.log.info(
             f"{env.env_id} / {spec.name}: "
@@ -109,6 +176,7 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
                 "reward_config_hash": run.metadata["reward_config"]["sha256"],
                 "dataset_split": config.split,
                 "eval_run_id": run.metadata["run_id"],
+                **({"checkpoint_path": str(checkpoint)} if checkpoint else {}),
                 "resumed_examples": run.metadata["counts"]["n_resumed"],
                 "response_cache": run.metadata.get("response_cache"),
                 "tools": run.metadata.get("tools"),
@@ -150,7 +218,7 @@ def build_regression_check(env: EnvSpec, model: ModelSpec) -> dg.AssetChecksDefi
         from sv_dagster.core.gate import regression_gate
 
         entry = context.instance.get_latest_materialization_event(key)
-        run_dir = Path(entry.asset_materialization.metadata["artifact_path"].value)
+        run_dir = local_artifact_path(entry.asset_materialization.metadata)
         result = regression_gate(run_dir, outputs_root())
         return dg.AssetCheckResult(
             passed=result.passed,

@@ -16,12 +16,14 @@ import inspect
 import json
 import typing
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import dagster as dg
 
+from sv_dagster.core import storage
+from sv_dagster.core.paths import outputs_root, outputs_url
 from sv_dagster.core.provenance import build_provenance
 
 PROVENANCE_TAG = "sv/provenance"
@@ -46,6 +48,59 @@ class Artifact:
     """For the UI only: counts, previews, tables (Dagster metadata values allowed)."""
     files: Mapping[str, Path] = field(default_factory=dict)
     """Named files inside `path` that downstream recipes read."""
+    uri: str | None = None
+    """Where `path` was published when the outputs root is a URL (set by `to_output`)."""
+
+
+def publish_artifact(artifact: Artifact) -> Artifact:
+    """With an fsspec outputs root, copy the artifact (and any named file outside its path)
+    to the store under the same relative layout; the copy records its URL."""
+    root_url = outputs_url()
+    if root_url is None:
+        return artifact
+    local_root = outputs_root()
+    uri = storage.publish(artifact.path, local_root, root_url)
+    for file in artifact.files.values():
+        if file != artifact.path and artifact.path not in file.parents:
+            storage.publish(file, local_root, root_url)
+    return replace(artifact, uri=uri)
+
+
+def localize_artifact(artifact: Artifact) -> Artifact:
+    """The artifact with paths on this machine: files another machine published and that are
+    missing here are fetched from the store into the local staging root first."""
+    paths = [artifact.path, *artifact.files.values()]
+    if artifact.uri is None or all(path.exists() for path in paths):
+        return artifact
+    root_url = outputs_url()
+    if root_url is None:
+        raise storage.StorageError(
+            f"{artifact.path} is missing here and was published to {artifact.uri}, but SV_OUTPUTS_DIR "
+            "is not a URL on this machine; point it at the same artifact store"
+        )
+    path, *files = storage.localize(
+        paths, artifact_url=artifact.uri, artifact_path=artifact.path, root_url=root_url, local_root=outputs_root()
+    )
+    return replace(artifact, path=path, files=dict(zip(artifact.files, files, strict=True)))
+
+
+def local_artifact_path(metadata: Mapping[str, Any]) -> Path:
+    """The `artifact_path` a materialization recorded, as a path on this machine: fetched
+    from its `artifact_uri` into the local staging root when it is missing here. For code
+    that reads materializations from the instance rather than receiving an `Artifact`."""
+    path = Path(metadata["artifact_path"].value)
+    uri = metadata["artifact_uri"].value if "artifact_uri" in metadata else None
+    if uri is None or path.exists():
+        return path
+    return localize_artifact(Artifact(path=path, config={}, uri=uri)).path
+
+
+def artifact_io_managers() -> dict[str, dg.ConfigurableIOManagerFactory]:
+    """With an fsspec outputs root, the `Artifact` handles passed between steps are pickled in
+    the same store (`<root>/.dagster-io/`), so a step on another machine can load them; with a
+    local root, Dagster's default IO manager (under DAGSTER_HOME) stays."""
+    root_url = outputs_url()
+    return {"io_manager": dg.FilesystemIOManager(base_dir=storage.join(root_url, ".dagster-io"))} if root_url else {}
 
 
 def upstream_data_versions(context: dg.AssetExecutionContext) -> dict[str, str]:
@@ -79,9 +134,11 @@ def to_output(context: dg.AssetExecutionContext, artifact: Artifact) -> dg.Outpu
         packages=artifact.packages,
         extra={**artifact.facts, "dagster_run_id": context.run_id},
     )
+    artifact = publish_artifact(artifact)  # after hashing: the store gets the bytes just hashed
     metadata = {
         **{key: _metadata_value(value) for key, value in provenance.items()},
         "artifact_path": dg.MetadataValue.path(str(artifact.path)),
+        **({"artifact_uri": dg.MetadataValue.path(artifact.uri)} if artifact.uri else {}),
         **{key: _metadata_value(value) for key, value in artifact.metadata.items()},
     }
     return dg.Output(artifact, data_version=dg.DataVersion(provenance["content_hash"]), metadata=metadata)
@@ -90,15 +147,33 @@ def to_output(context: dg.AssetExecutionContext, artifact: Artifact) -> dg.Outpu
 def provenance_asset(**asset_kwargs: Any) -> Callable[[Callable[..., Artifact]], dg.AssetsDefinition]:
     """`@dg.asset` for recipes that return an `Artifact`; see the module doc."""
 
-    def decorate(recipe: Callable[..., Artifact]) -> dg.AssetsDefinition:
-        @functools.wraps(recipe)
-        def compute(context: dg.AssetExecutionContext, *args: Any, **kwargs: Any) -> dg.Output:
-            return to_output(context, recipe(context, *args, **kwargs))
+    def decorate(recipe: Callable[..., Artifact | None]) -> dg.AssetsDefinition:
+        def run(context: dg.AssetExecutionContext, *args: Any, **kwargs: Any) -> Artifact | None:
+            args = tuple(localize_artifact(a) if isinstance(a, Artifact) else a for a in args)
+            kwargs = {k: localize_artifact(v) if isinstance(v, Artifact) else v for k, v in kwargs.items()}
+            return recipe(context, *args, **kwargs)
 
+        if asset_kwargs.get("output_required") is False:
+            # A recipe that may have nothing to make (an eval of a checkpoint not promoted
+            # yet) returns None: no materialization, and its downstream steps are skipped.
+            @functools.wraps(recipe)
+            def compute(context: dg.AssetExecutionContext, *args: Any, **kwargs: Any):
+                artifact = run(context, *args, **kwargs)
+                if artifact is not None:
+                    yield to_output(context, artifact)
+
+            returns: Any = inspect.Signature.empty
+        else:
+            @functools.wraps(recipe)
+            def compute(context: dg.AssetExecutionContext, *args: Any, **kwargs: Any) -> dg.Output:
+                return to_output(context, run(context, *args, **kwargs))
+
+            returns = dg.Output
         # Dagster reads config/resource types from the annotations; resolve the recipe's
         # (string, under `from __future__ import annotations`) in the recipe's module.
-        compute.__annotations__ = {**typing.get_type_hints(recipe), "return": dg.Output}
-        compute.__signature__ = inspect.signature(recipe, eval_str=True).replace(return_annotation=dg.Output)
+        hints = {name: hint for name, hint in typing.get_type_hints(recipe).items() if name != "return"}
+        compute.__annotations__ = {**hints, **({"return": returns} if returns is not inspect.Signature.empty else {})}
+        compute.__signature__ = inspect.signature(recipe, eval_str=True).replace(return_annotation=returns)
         tags = {**asset_kwargs.pop("tags", {}), PROVENANCE_TAG: "v1"}
         return dg.asset(tags=tags, **asset_kwargs)(compute)
 

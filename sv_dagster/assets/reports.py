@@ -12,11 +12,13 @@ import dagster as dg
 from pydantic import Field
 
 from sv_dagster.assets.common import write_json
-from sv_dagster.assets.recipe import Artifact, provenance_asset
+from sv_dagster.assets.recipe import Artifact, local_artifact_path, provenance_asset
 from sv_dagster.assets.tournament import TOURNAMENT
+from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import outputs_root
 from sv_dagster.core.reports import (
     EvalRecord,
+    TrainingRecord,
     load_record,
     monthly_report,
     scoreboard,
@@ -38,7 +40,7 @@ def eval_records(
         result = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key, after_timestamp=after), limit=per_asset)
         for record in result.records:
             metadata = record.asset_materialization.metadata
-            run_dir = Path(metadata["artifact_path"].value)
+            run_dir = local_artifact_path(metadata)  # fetched from the artifact store if it is not here
             if not (run_dir / "summary.json").exists():
                 continue  # outputs cleaned since: the event log still has the numbers' lineage
             records.append(
@@ -66,8 +68,43 @@ def _latest_and_previous(records: list[EvalRecord]) -> tuple[list[EvalRecord], d
     return latest, previous
 
 
-def build_report_assets(eval_keys: list[dg.AssetKey]) -> list[dg.AssetsDefinition]:
+def training_records(instance: dg.DagsterInstance, keys: list[dg.AssetKey], start: float, end: float) -> list[TrainingRecord]:
+    """The compute each training materialization of the month recorded (stages, ablations)."""
+    out = []
+    for key in keys:
+        for record in instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key, after_timestamp=start, before_timestamp=end), limit=500
+        ).records:
+            metadata = record.asset_materialization.metadata
+            value = lambda name: metadata[name].value if name in metadata else None  # noqa: E731
+            if value("cpu_hours") is None:
+                continue
+            out.append(TrainingRecord(asset=key.to_user_string(), model=str(value("base_model") or "model"),
+                                      env=str(value("env") or key.path[1]),
+                                      wall_seconds=float(value("wall_seconds") or 0.0), cpu_hours=float(value("cpu_hours") or 0.0),
+                                      gpu_hours=float(value("gpu_hours") or 0.0), path=str(value("artifact_path"))))
+    return out
+
+
+def synthetic_volumes(instance: dg.DagsterInstance, since: float) -> dict[str, int]:
+    """Accepted synthetic rows per environment materialized since `since` (all partitions)."""
+    volumes = {}
+    for env in ENVS:
+        records = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(["synthetic", env]), after_timestamp=since), limit=1000).records
+        accepted = [r.asset_materialization.metadata.get("accepted") for r in records]
+        if records:
+            volumes[env] = sum(int(value.value) for value in accepted if value is not None)
+    return volumes
+
+
+def build_report_assets(eval_keys: list[dg.AssetKey], training_keys: list[dg.AssetKey] = (),
+                        optional_eval_keys: list[dg.AssetKey] = ()) -> list[dg.AssetsDefinition]:
+    """`optional_eval_keys`: evals that may make nothing in a run (a trained checkpoint not
+    promoted yet). Reports read them from the instance like the others but do not depend on
+    them, so a skipped one never skips a report; their data versions are in the facts."""
     deps = list(eval_keys)
+    read = [*deps, *optional_eval_keys]
 
     @provenance_asset(
         key=["reports", "weekly"],
@@ -80,17 +117,18 @@ def build_report_assets(eval_keys: list[dg.AssetKey]) -> list[dg.AssetsDefinitio
     def weekly_report(context: dg.AssetExecutionContext) -> Artifact:
         from sv_dagster.core.gate import regression_gate
 
-        latest, previous = _latest_and_previous(eval_records(context.instance, deps))
+        latest, previous = _latest_and_previous(eval_records(context.instance, read))
         gates = {(r.env, r.model): regression_gate(r.run_dir, outputs_root()).metadata() for r in latest}
         year, week, _ = datetime.now(UTC).isocalendar()
         out = outputs_root() / "reports" / "weekly"
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{year}-W{week:02d}.md"
-        path.write_text(weekly_markdown(f"{year}-W{week:02d}", latest, previous, gates, out), encoding="utf-8")
+        volumes = synthetic_volumes(context.instance, (datetime.now(UTC) - timedelta(days=7)).timestamp())
+        path.write_text(weekly_markdown(f"{year}-W{week:02d}", latest, previous, gates, out, volumes), encoding="utf-8")
         return Artifact(
             path=path,
             config={"week": f"{year}-W{week:02d}"},
-            facts={"evals": {f"{r.env}/{r.model}": r.data_version for r in latest}},
+            facts={"evals": {f"{r.env}/{r.model}": r.data_version for r in latest}, "synthetic_volumes": volumes},
             metadata={"n_evals": len(latest), "report": dg.MetadataValue.md(path.read_text()[:8000])},
             files={"markdown": path},
         )
@@ -103,7 +141,7 @@ def build_report_assets(eval_keys: list[dg.AssetKey]) -> list[dg.AssetsDefinitio
         description="Per-environment scoreboard (latest eval per model, best mean reward first), JSON and Markdown.",
     )
     def scoreboard_report(context: dg.AssetExecutionContext) -> Artifact:
-        latest, _ = _latest_and_previous(eval_records(context.instance, deps, per_asset=1))
+        latest, _ = _latest_and_previous(eval_records(context.instance, read, per_asset=1))
         out = outputs_root() / "reports" / "scoreboard"
         out.mkdir(parents=True, exist_ok=True)
         by_env: dict[str, list[EvalRecord]] = defaultdict(list)
@@ -125,33 +163,35 @@ def build_report_assets(eval_keys: list[dg.AssetKey]) -> list[dg.AssetsDefinitio
 
     @provenance_asset(
         key=["reports", "monthly"],
-        deps=[*deps, TOURNAMENT],
+        deps=[*deps, TOURNAMENT, *training_keys],
         group_name="reports",
         kinds={"html", "markdown"},
         description="Monthly consolidated report (Markdown and HTML with PNG plots: reliability diagrams, "
-        "reward trends per model and env, cost per model, attacker success curves) over the month's eval "
-        "and tournament materializations.",
+        "reward trends per model and env, cost per model, attacker success curves, training compute per model and "
+        "env) over the month's eval, tournament and training materializations.",
     )
     def monthly(context: dg.AssetExecutionContext, config: MonthlyConfig) -> Artifact:
         month = config.month or f"{datetime.now(UTC):%Y-%m}"
         start = datetime.strptime(month + "-01", "%Y-%m-%d").replace(tzinfo=UTC)
         end = (start + timedelta(days=32)).replace(day=1)
         records = [
-            r for r in eval_records(context.instance, deps, after=start.timestamp(), per_asset=500)
+            r for r in eval_records(context.instance, read, after=start.timestamp(), per_asset=500)
             if r.timestamp < end.timestamp()
         ]
         tournaments = [
-            (record.timestamp, Path(record.asset_materialization.metadata["artifact_path"].value))
+            (record.timestamp, local_artifact_path(record.asset_materialization.metadata))
             for record in context.instance.fetch_materializations(
                 dg.AssetRecordsFilter(asset_key=TOURNAMENT, after_timestamp=start.timestamp(),
                                       before_timestamp=end.timestamp()), limit=100).records
         ]
-        files = monthly_report(month, records, outputs_root() / "reports" / "monthly" / month, tournaments)
+        training = training_records(context.instance, list(training_keys), start.timestamp(), end.timestamp())
+        files = monthly_report(month, records, outputs_root() / "reports" / "monthly" / month, tournaments, training)
         return Artifact(
             path=files["markdown"].parent,
             config={"month": month},
             facts={"n_evals": len(records), "evals": sorted({f"{r.env}/{r.model}" for r in records}),
-                   "n_tournaments": len(tournaments)},
+                   "n_tournaments": len(tournaments), "training_runs": len(training),
+                   "cpu_hours": sum(r.cpu_hours for r in training), "gpu_hours": sum(r.gpu_hours for r in training)},
             metadata={"n_evals": len(records), "html": dg.MetadataValue.path(str(files["html"]))},
             files=files,
         )

@@ -291,12 +291,17 @@ class OpenAICompatibleBackend:
             await client.close()
 
 
-def make_backend(spec: ModelSpec, env_id: str) -> Backend:
-    """The backend for a registry entry; configuration errors raise here, before any call."""
+def make_backend(spec: ModelSpec, env_id: str, checkpoint: str | os.PathLike | None = None) -> Backend:
+    """The backend for a registry entry; configuration errors raise here, before any call.
+    `checkpoint` is the weights folder of a `local` model trained here."""
     if spec.backend == "heuristic":
         return HeuristicBackend(spec, env_id)
     if spec.backend == "oracle":
         return HeuristicBackend(spec, env_id, ORACLES)
     if spec.backend == "openai":
         return OpenAICompatibleBackend(spec)
+    if spec.backend == "local":
+        from sv_dagster.core.local_backend import LocalTransformersBackend  # torch: only when used
+
+        return LocalTransformersBackend(spec, checkpoint)
     raise BackendConfigError(f"model {spec.name!r}: unknown backend {spec.backend!r}")

@@ -230,7 +230,7 @@ ENVS: dict[str, EnvSpec] = {
             ("abstain", "abstain_rate"),
             ("errors", "n_errors"),
         ),
-        sample_note="synthetic flows in the IoT-23 schema",
+        sample_note="synthetic flows in the IoT-23 and CIC-IDS-2017 layouts",
     ),
     "e2": EnvSpec(
         short="e2",

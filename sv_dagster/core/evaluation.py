@@ -21,7 +21,7 @@ from sv_dagster.core.cache import CachedBackend, ResponseCache
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.pricing import PriceTable, load_price_table
 from sv_dagster.core.provenance import file_sha256, package_versions, redact
-from sv_dagster.core.registry import ModelSpec
+from sv_dagster.core.registry import LOCAL_BACKENDS, ModelSpec
 from sv_dagster.core.paths import safe_path_part
 from sv_dagster.core.runner import RESUMABLE_ERRORS, SUMMARY_DROP, read_results, run_eval, score_row, withhold_unsafe
 
@@ -74,8 +74,10 @@ def evaluate(
     target); `task_options` are extra task-config fields (the tournament's updates)."""
     settings = env.reward_settings(reward_config)
     prices = prices or load_price_table()
-    if cache is not None and model.backend not in ("heuristic", "oracle") and not env.withholds_unsafe:
-        backend = CachedBackend(backend, cache)  # rule baselines: nothing to save; unsafe text: never cached
+    if cache is not None and model.backend not in LOCAL_BACKENDS and not env.withholds_unsafe:
+        # In-process models cost nothing to ask again (and a retrained checkpoint keeps its
+        # registry name); unsafe text is never cached.
+        backend = CachedBackend(backend, cache)
     if env.counterpart_env and counterpart is None:
         raise ValueError(f"{env.env_id} needs a counterpart model (the target); none was given")
     tasks = env.iter_tasks(dataset_path, reward_config, limit, seed, task_options)
@@ -145,6 +147,13 @@ def evaluate(
     _write_json(metadata_path, metadata)
     _write_json(summary_path, summary)
     return EvalRun(run_dir, metadata_path, results_path, summary_path, summary, metadata)
+
+
+def load_eval_run(run_dir: Path) -> EvalRun:
+    """A finished eval folder (written by another process) as an EvalRun."""
+    paths = [run_dir / name for name in ("metadata.json", "results.jsonl", "summary.json")]
+    metadata, summary = (json.loads(path.read_text(encoding="utf-8")) for path in (paths[0], paths[2]))
+    return EvalRun(run_dir, paths[0], paths[1], paths[2], summary, metadata)
 
 
 def _describe_options(options: dict[str, Any] | None) -> dict[str, Any] | None:

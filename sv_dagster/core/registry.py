@@ -17,7 +17,9 @@ import yaml
 
 from sv_dagster.core.paths import CONFIGS_DIR, slug
 
-BACKENDS = ("heuristic", "oracle", "openai")
+BACKENDS = ("heuristic", "oracle", "openai", "local")
+LOCAL_BACKENDS = ("heuristic", "oracle", "local")
+"""Backends that run in this process and call no endpoint."""
 
 
 class RegistryError(ValueError):
@@ -65,6 +67,10 @@ class ModelSpec:
     """Provider rate limit to stay under (None: no cap beyond the adaptive concurrency)."""
     sampling: Sampling = field(default_factory=Sampling)
     description: str = ""
+    checkpoint_asset: str | None = None
+    """Trained checkpoints (backend `local`): the asset whose latest materialization holds
+    the checkpoint folder (e.g. `safety_review/e1/rlft_stage1`). The eval asset depends on it,
+    so the eval's lineage names the exact checkpoint it scored."""
 
     @property
     def key(self) -> str:
@@ -76,7 +82,7 @@ class ModelSpec:
         port), so models served by one provider or vLLM server share it and a sweep runs one
         eval per endpoint at a time (`concurrency.pools` in dagster.yaml); each eval keeps its
         own request concurrency. None for the embedded backends, which call nothing."""
-        if self.backend in ("heuristic", "oracle") or not self.base_url:
+        if self.backend in LOCAL_BACKENDS or not self.base_url:
             return None
         netloc = urlsplit(self.base_url).netloc.lower() or self.base_url
         return "endpoint-" + re.sub(r"[^a-z0-9.]+", "-", netloc).strip("-")
@@ -93,6 +99,7 @@ class ModelSpec:
             "base_url": self.base_url,
             "api_key_env": self.api_key_env,
             "sampling": self.sampling.as_dict(),
+            **({"checkpoint_asset": self.checkpoint_asset} if self.checkpoint_asset else {}),
         }
 
 
@@ -121,6 +128,8 @@ def _spec(name: str, raw: Any, where: str) -> ModelSpec:
         for required in ("base_url", "model"):
             if not raw.get(required):
                 raise RegistryError(f"{where}: model {name!r} (openai backend) needs '{required}'")
+    if backend == "local" and not (raw.get("model") or raw.get("checkpoint_asset")):
+        raise RegistryError(f"{where}: model {name!r} (local backend) needs 'model' (a checkpoint folder or model id)")
     sampling_raw = raw.get("sampling") or {}
     try:
         sampling = Sampling(**sampling_raw)
@@ -141,10 +150,15 @@ def _spec(name: str, raw: Any, where: str) -> ModelSpec:
         requests_per_minute=int(raw["requests_per_minute"]) if raw.get("requests_per_minute") else None,
         sampling=sampling,
         description=str(raw.get("description", "")),
+        checkpoint_asset=raw.get("checkpoint_asset"),
     )
 
 
-def load_registry(path: str | Path | None = None) -> dict[str, ModelSpec]:
+def load_registry(path: str | Path | None = None, *, checkpoints: bool = True) -> dict[str, ModelSpec]:
+    """The registry file's models plus, with `checkpoints`, one model per trained stage of
+    each training config (`configs/training/<env>.yaml`: base, SFT, RLFT stage 1, the
+    promoted checkpoint; stage 2; the co-trained attacker and defender). An entry in the
+    file with the same name wins."""
     path = Path(path) if path else registry_path()
     if not path.is_file():
         raise RegistryError(f"model registry not found: {path}")
@@ -156,6 +170,10 @@ def load_registry(path: str | Path | None = None) -> dict[str, ModelSpec]:
     if not isinstance(models, dict) or not models:
         raise RegistryError(f"{path}: expected a non-empty 'models:' mapping")
     specs = {str(name): _spec(str(name), raw, str(path)) for name, raw in models.items()}
+    if checkpoints:
+        from sv_dagster.training.catalog import checkpoint_models
+
+        specs = {**checkpoint_models(), **specs}
     keys: dict[str, str] = {}
     for spec in specs.values():
         if spec.key in keys:

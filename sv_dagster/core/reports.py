@@ -177,12 +177,41 @@ def reliability_points(run_dir: Path, n_bins: int = 10) -> list[tuple[float, flo
     ]
 
 
+@dataclass(frozen=True)
+class TrainingRecord:
+    """One training materialization's compute: a checkpoint stage or an ablation run."""
+
+    asset: str
+    model: str
+    env: str
+    wall_seconds: float
+    cpu_hours: float
+    gpu_hours: float
+    path: str
+
+
+def training_compute(records: Sequence[TrainingRecord]) -> list[dict[str, Any]]:
+    """Wall time and CPU/GPU hours summed per (model, environment)."""
+    totals: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in records:
+        row = totals.setdefault((r.model, r.env), {"model": r.model, "env": r.env, "runs": 0, "wall_seconds": 0.0,
+                                                   "cpu_hours": 0.0, "gpu_hours": 0.0, "checkpoints": []})
+        row["runs"] += 1
+        row["wall_seconds"] += r.wall_seconds
+        row["cpu_hours"] += r.cpu_hours
+        row["gpu_hours"] += r.gpu_hours
+        row["checkpoints"].append(r.path)
+    return [totals[key] for key in sorted(totals)]
+
+
 def monthly_report(
-    month: str, records: Sequence[EvalRecord], out_dir: Path, tournaments: Sequence[tuple[float, Path]] = ()
+    month: str, records: Sequence[EvalRecord], out_dir: Path, tournaments: Sequence[tuple[float, Path]] = (),
+    training: Sequence[TrainingRecord] = (),
 ) -> dict[str, Path]:
     """Markdown + HTML with PNG plots: reliability diagrams, reward trends per model and
-    env, cost per model, and the attacker success curves of the month's E5<->E6
-    tournaments (`tournaments`: (timestamp, tournament folder)). Returns the files written."""
+    env, cost per model, the attacker success curves of the month's E5<->E6 tournaments
+    (`tournaments`: (timestamp, tournament folder)), and the training compute per model and
+    environment. Returns the files written."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display here or on servers
@@ -244,6 +273,16 @@ def monthly_report(
         md += [f"![trend]({files[f'trend_{env}'].name})", ""]
     md += ["## Cost", "", f"![cost]({files['cost'].name})", ""]
     md += [f"- {model}: ${cost:.4f}" for model, cost in sorted(costs.items())]
+    md += ["", "## Training compute", ""]
+    compute = training_compute(training)
+    if compute:
+        md += ["| model | env | runs | wall time (s) | CPU hours | GPU hours | latest checkpoint |", "|---|---|---|---|---|---|---|"]
+        md += [f"| {row['model']} | {row['env']} | {row['runs']} | {row['wall_seconds']:.1f} | {row['cpu_hours']:.4f} | "
+               f"{row['gpu_hours']:.4f} | [{Path(row['checkpoints'][-1]).name}]({row['checkpoints'][-1]}) |" for row in compute]
+        md += ["", f"Total: {sum(r['cpu_hours'] for r in compute):.4f} CPU hours, "
+                   f"{sum(r['gpu_hours'] for r in compute):.4f} GPU hours.", ""]
+    else:
+        md += ["No training ran this month.", ""]
     md += ["", "## Attacker success (E5<->E6 tournaments)", ""]
     loaded = [(ts, path, json.loads((path / "tournament.json").read_text())) for ts, path in tournaments
               if (path / "tournament.json").exists()]

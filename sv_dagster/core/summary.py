@@ -29,6 +29,7 @@ def classification_summary(rows: list[dict[str, Any]], settings: Any) -> dict[st
         for row in scored
     ]
     metrics = classification_metrics(preds, positive_label=settings.costs.positive_label, costs=settings.costs)
+    valid_json = [float(bool((row.get("parsed") or {}).get("format_ok"))) for row in scored]
     reward_names = sorted({name for row in scored for name in (row.get("rewards") or {})})
     return {
         **metrics,
@@ -37,7 +38,7 @@ def classification_summary(rows: list[dict[str, Any]], settings: Any) -> dict[st
         "n_model_errors": sum(1 for row in rows if row.get("error_kind") == "model"),
         "n_scoring_errors": sum(1 for row in rows if row.get("error_kind") == "scoring"),
         "n_refusals": sum(1 for row in rows if row.get("refusal")),
-        "format_rate": fmean(bool((row.get("parsed") or {}).get("format_ok")) for row in scored) if scored else None,
+        "format_rate": fmean(valid_json) if valid_json else None,
         "mean_reward": _mean(row.get("reward") for row in scored),
         "total_cost_usd": _sum(row.get("cost_usd") for row in rows),
         "n_unpriced": sum(1 for row in rows if row.get("completion") is not None and row.get("cost_usd") is None),
@@ -46,7 +47,8 @@ def classification_summary(rows: list[dict[str, Any]], settings: Any) -> dict[st
             for kind in ("prompt_tokens", "completion_tokens")
         },
         # 95% percentile bootstrap CIs (1,000 resamples, seed 42) of the headline metrics.
-        "ci95": bootstrap_cis(example_arrays(scored, settings.costs), seed=STANDARD_SEED),
+        "ci95": {**bootstrap_cis(example_arrays(scored, settings.costs), seed=STANDARD_SEED),
+                 **mean_cis({"format_rate": valid_json}, seed=STANDARD_SEED)},
         "mean_rewards": {
             name: _mean((row.get("rewards") or {}).get(name) for row in scored) for name in reward_names
         },

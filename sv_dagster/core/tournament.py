@@ -63,7 +63,7 @@ class TournamentResult:
         }
 
 
-def _attack_text(row: dict[str, Any]) -> str | None:
+def successful_attack_text(row: dict[str, Any]) -> str | None:
     """The attacker's messages up to its successful turn (None when it did not succeed)."""
     details = row.get("details") or {}
     if row.get("error") or not details.get("success"):
@@ -82,14 +82,16 @@ def _refused_attacks(row: dict[str, Any]) -> list[str]:
     return [a for a, v in zip(attacks, verdicts, strict=False) if not v.get("unsafe")]
 
 
+def attack_probe_row(row_id: str, text: str, source: str) -> dict[str, Any]:
+    """A successful attack as an E6 conversation the defender must refuse."""
+    return {"id": row_id, "question": text, "answer": "refuse",
+            "info": {"turns": [text], "expect": ["refuse"], "kind": "adversarial", "source": source}}
+
+
 def _probe_rows(attacks: list[str], bundled: Path) -> list[dict[str, Any]]:
     """Round k's defender probes: last round's successful attacks (to refuse) and the
     bundled probes that must not be refused (benign and over-refusal)."""
-    rows = [
-        {"id": f"tournament-attack-{i:03d}", "question": text, "answer": "refuse",
-         "info": {"turns": [text], "expect": ["refuse"], "kind": "adversarial", "source": "tournament"}}
-        for i, text in enumerate(attacks)
-    ]
+    rows = [attack_probe_row(f"tournament-attack-{i:03d}", text, "tournament") for i, text in enumerate(attacks)]
     for line in bundled.read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         if row.get("info", {}).get("kind") in ("benign", "over_refusal"):
@@ -142,7 +144,7 @@ def run_tournament(
             refused: list[str] = []
 
             def observe(row: dict[str, Any]) -> None:
-                text = _attack_text(row)
+                text = successful_attack_text(row)
                 if text is not None:
                     successes.append((text, (row.get("details") or {}).get("minhash") or []))
                 refused.extend(_refused_attacks(row))

@@ -38,8 +38,16 @@ def _default_models(env: EnvSpec, models: dict[str, ModelSpec]) -> list[ModelSpe
     return chosen
 
 
+def with_data(evals: list[dg.AssetKey]) -> dg.AssetSelection:
+    """The evals and their datasets with what feeds those (corpora), but never a trained
+    model's checkpoint chain: an eval of a checkpoint reads the latest one (and is skipped
+    when there is none); training runs in its own jobs."""
+    datasets = {dg.AssetKey(["dataset", key.path[1]]) for key in evals}
+    return dg.AssetSelection.assets(*evals) | dg.AssetSelection.assets(*datasets).upstream()
+
+
 def _eval_selection(env: EnvSpec, chosen: list[ModelSpec]) -> dg.AssetSelection:
-    return dg.AssetSelection.assets(*(eval_asset_key(env, m) for m in chosen)).upstream() | dg.AssetSelection.assets(
+    return with_data([eval_asset_key(env, m) for m in chosen]) | dg.AssetSelection.assets(
         *(triage_asset_key(env, m) for m in chosen)
     )
 
@@ -107,7 +115,7 @@ def program_jobs(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> list[dg.U
     return [
         dg.define_asset_job(
             name="weekly_sweep",
-            selection=dg.AssetSelection.assets(*sweep_evals).upstream()
+            selection=with_data(sweep_evals)
             | dg.AssetSelection.assets(*sweep_triage, REPORTS_WEEKLY, SCOREBOARD),
             config=_eval_config(sweep_evals, limit=QUICK_SWEEP_N, seed=STANDARD_SEED),
             description=f"Quick sweep: N={QUICK_SWEEP_N} examples (seed {STANDARD_SEED}) per env for the "
@@ -116,7 +124,7 @@ def program_jobs(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> list[dg.U
         ),
         dg.define_asset_job(
             name="biweekly_full_eval",
-            selection=dg.AssetSelection.assets(*sweep_evals, TOURNAMENT).upstream()
+            selection=with_data(sweep_evals) | dg.AssetSelection.assets(TOURNAMENT).upstream()
             | dg.AssetSelection.assets(*sweep_triage, SCOREBOARD),
             config=_eval_config(sweep_evals, seed=STANDARD_SEED),
             description="Full evals of the sweep models on every environment and the E5<->E6 tournament.",
@@ -124,7 +132,7 @@ def program_jobs(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> list[dg.U
         ),
         dg.define_asset_job(
             name="nightly_regression",
-            selection=dg.AssetSelection.assets(*nightly_evals).upstream()
+            selection=with_data(nightly_evals)
             | dg.AssetSelection.assets(*nightly_triage),
             config=_eval_config(nightly_evals, seed=STANDARD_SEED),
             description=f"Nightly regression of {', '.join(m.name for m in nightly)}; each eval's "

@@ -12,7 +12,8 @@ import pytest
 from sv_dagster.core.runner import read_results
 from sv_dagster.definitions import build_definitions
 
-E1_PATH = ["corpus/iot23", "dataset/e1", "eval/e1/heuristic"]
+E1_CORPORA = ["corpus/iot23", "corpus/cicids2017", "corpus/unsw_nb15"]  # configs/sources.yaml's E1 sources
+E1_PATH = [*E1_CORPORA, "dataset/e1", "eval/e1/heuristic"]
 
 
 def materialize(defs: dg.Definitions, keys: list[str], instance: dg.DagsterInstance, run_config=None):
@@ -72,7 +73,7 @@ def test_provenance_is_stored_on_every_materialization(run_e1):
     assert corpus["sample"].value is True and corpus["row_count"].value == 306
     dataset = latest(instance, "dataset/e1")
     assert dataset.asset_materialization.metadata["input_data_versions"].value == {
-        "corpus/iot23": latest(instance, "corpus/iot23").tags["dagster/data_version"]
+        key: latest(instance, key).tags["dagster/data_version"] for key in E1_CORPORA
     }
     evaluation = latest(instance, "eval/e1/heuristic").asset_materialization.metadata
     assert evaluation["input_data_versions"].value == {"dataset/e1": dataset.tags["dagster/data_version"]}
@@ -122,7 +123,7 @@ def test_openai_model_eval_via_registry_and_no_secret_anywhere(isolated: Path, m
         )
         monkeypatch.setenv("SV_MODEL_REGISTRY", str(registry))
         instance = dg.DagsterInstance.get()
-        result = materialize(build_definitions(), ["corpus/iot23", "dataset/e1", "eval/e1/loopback_llm"], instance)
+        result = materialize(build_definitions(), [*E1_CORPORA, "dataset/e1", "eval/e1/loopback_llm"], instance)
         assert result.success
         assert server.requests and server.requests[0]["max_completion_tokens"] == 64
     evaluation = latest(instance, "eval/e1/loopback_llm").asset_materialization.metadata

@@ -21,7 +21,7 @@ from sv_dagster.core.lineage import (
 )
 from sv_dagster.definitions import build_definitions
 
-from tests.integration.test_e1_pipeline import E1_PATH, latest, materialize
+from tests.integration.test_e1_pipeline import E1_CORPORA, E1_PATH, latest, materialize
 
 
 def data_version(entry: dg.EventLogEntry) -> str:
@@ -45,7 +45,7 @@ def e1(isolated: Path):
 def test_eval_lineage_reaches_dataset_and_corpus_with_recorded_versions(e1, capsys):
     instance, defs, run_id = e1
     node = lineage(instance, defs, "eval/e1/heuristic")
-    assert [n.key for n in node.walk()] == E1_PATH[::-1]
+    assert [n.key for n in node.walk()] == ["eval/e1/heuristic", "dataset/e1", *sorted(E1_CORPORA)]
     for n in node.walk():
         entry = latest(instance, n.key)
         assert n.materialized and n.run_id == run_id == entry.run_id
@@ -59,15 +59,17 @@ def test_eval_lineage_reaches_dataset_and_corpus_with_recorded_versions(e1, caps
     assert node.details["model_id"] == "rules-v1" and node.details["backend"] == "heuristic"
     dataset, corpus = only(node, "dataset/e1"), only(node, "corpus/iot23")
     assert node.input_data_versions == {"dataset/e1": dataset.data_version}
-    assert dataset.input_data_versions == {"corpus/iot23": corpus.data_version}
-    assert dataset.matched and corpus.matched and corpus.parents == []
+    assert dataset.input_data_versions == {key: only(node, key).data_version for key in E1_CORPORA}
+    assert corpus.data_version == dataset.input_data_versions["corpus/iot23"]
+    assert dataset.matched and all(only(node, key).matched and only(node, key).parents == [] for key in E1_CORPORA)
     assert dataset.expected_data_version == dataset.data_version
 
     text = format_lineage(node)
     lines = text.splitlines()
-    assert len(lines) == 3
+    assert len(lines) == 5
     assert lines[0].startswith(f"eval/e1/heuristic  data_version={node.data_version[:12]}")
-    assert lines[1].startswith("└─ dataset/e1") and lines[2].startswith("   └─ corpus/iot23")
+    assert lines[1].startswith("└─ dataset/e1") and lines[2].startswith("   ├─ corpus/cicids2017")
+    assert lines[3].startswith("   ├─ corpus/iot23") and lines[4].startswith("   └─ corpus/unsw_nb15")
     assert f"git={node.git_commit[:7]}" in lines[0] and f"run={run_id[:8]}" in lines[0]
     assert "model=rules-v1(heuristic)" in lines[0]
 
@@ -78,7 +80,7 @@ def test_eval_lineage_reaches_dataset_and_corpus_with_recorded_versions(e1, caps
     assert main_lineage("eval/e1/heuristic", None, True) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(json.dumps(data))
-    assert printed["parents"][0]["parents"][0]["key"] == "corpus/iot23"
+    assert [p["key"] for p in printed["parents"][0]["parents"]] == sorted(E1_CORPORA)
     assert main_lineage("eval/e1/heuristic", None, False) == 0
     assert capsys.readouterr().out.strip() == text
 
@@ -156,6 +158,9 @@ def test_monthly_report_lineage_reaches_the_corpora(isolated: Path):
     assert tree.materialized and tree.run_id == result.run_id
     parents = {node.key: node for node in tree.parents}
     assert "tournament/e5_e6" in parents and not parents.pop("tournament/e5_e6").materialized  # the curves' source
+    # Training compute: every checkpoint stage and ablation (none trained in this instance).
+    compute = {key: parents.pop(key) for key in list(parents) if key.startswith(("checkpoint/", "ablation/"))}
+    assert "checkpoint/e1/rlft_stage1" in compute and not any(node.materialized for node in compute.values())
     evals = parents
     assert all(key.startswith("eval/") for key in evals) and len(evals) > 3
     heuristic = evals.pop("eval/e1/heuristic")
@@ -167,7 +172,7 @@ def test_monthly_report_lineage_reaches_the_corpora(isolated: Path):
     assert corpus.materialized and corpus.data_version == data_version(latest(instance, "corpus/iot23"))
     assert only(tree, "dataset/e1").data_version == data_version(latest(instance, "dataset/e1"))
     text = format_lineage(tree)
-    assert "└─ corpus/iot23  data_version=" in text
+    assert "├─ corpus/iot23  data_version=" in text
     assert "eval/e2/heuristic  NEVER MATERIALIZED  (child recorded never materialized)" in text
     assert lineage_from_json(json.loads(json.dumps(lineage_json(tree)))) == tree
 

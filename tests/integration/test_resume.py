@@ -93,7 +93,8 @@ def test_dagster_resume_run_id_continues_the_folder(isolated: Path, monkeypatch)
         defs = build_definitions()
         instance = dg.DagsterInstance.get()
         job = defs.resolve_implicit_global_asset_job_def()
-        keys = {dg.AssetKey.from_user_string(k) for k in ("corpus/iot23", "dataset/e1", "eval/e1/loop")}
+        keys = {dg.AssetKey.from_user_string(k)
+                for k in ("corpus/iot23", "corpus/cicids2017", "corpus/unsw_nb15", "dataset/e1", "eval/e1/loop")}
         no_cache = {"ops": {"eval__e1__loop": {"config": {"use_cache": False}}}}  # count real requests
         first = job.get_subset(asset_selection=keys).execute_in_process(instance=instance, run_config=no_cache)
         results = isolated / "outputs" / "evals" / "sv-env-network-logs--loop" / first.run_id / "results.jsonl"
