@@ -13,9 +13,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import yaml
-
 from sv_dagster.core.paths import CONFIGS_DIR, slug
+from sv_dagster.core.yamlfile import read_yaml_mapping
 
 BACKENDS = ("heuristic", "oracle", "openai", "local")
 LOCAL_BACKENDS = ("heuristic", "oracle", "local")
@@ -160,12 +159,7 @@ def load_registry(path: str | Path | None = None, *, checkpoints: bool = True) -
     promoted checkpoint; stage 2; the co-trained attacker and defender). An entry in the
     file with the same name wins."""
     path = Path(path) if path else registry_path()
-    if not path.is_file():
-        raise RegistryError(f"model registry not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise RegistryError(f"{path}: not valid YAML ({exc})") from exc
+    data = read_yaml_mapping(path, RegistryError, "model registry")
     models = data.get("models")
     if not isinstance(models, dict) or not models:
         raise RegistryError(f"{path}: expected a non-empty 'models:' mapping")

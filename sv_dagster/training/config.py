@@ -14,10 +14,10 @@ import json
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sv_dagster.core.paths import CONFIGS_DIR
+from sv_dagster.core.yamlfile import read_yaml_mapping
 
 TRAINING_DIR = CONFIGS_DIR / "training"
 PROFILES_DIR = TRAINING_DIR / "profiles"
@@ -161,15 +161,7 @@ def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
 
 
 def _read_yaml(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        raise TrainingConfigError(f"training config not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise TrainingConfigError(f"{path}: not valid YAML ({exc})") from exc
-    if not isinstance(data, dict):
-        raise TrainingConfigError(f"{path}: expected a mapping at the top level")
-    return data
+    return read_yaml_mapping(path, TrainingConfigError, "training config")
 
 
 def training_config_path(env: str) -> Path:

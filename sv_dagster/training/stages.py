@@ -244,18 +244,51 @@ def _common_args(spec: StageSpec, partial: Path, seed: int) -> dict[str, Any]:
     }
 
 
+@dataclass
+class _Run:
+    """What a trainer stage starts from: its folders, where it resumes, when it started."""
+
+    spec: StageSpec
+    report: Report
+    config: TrainingConfig = field(init=False)
+    out: Path = field(init=False)
+    partial: Path = field(init=False)
+    resume_from: str | None = field(init=False)
+    started: float = field(init=False)
+    device: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.config = self.spec.training_config()
+        self.out, self.partial = Path(self.spec.out_dir), _partial(Path(self.spec.out_dir))
+        if not self.spec.resume:
+            shutil.rmtree(self.partial, ignore_errors=True)
+        self.resume_from = _last_trl_checkpoint(self.partial) if self.spec.resume else None
+        self.started, self.device = time.time(), _device()
+
+    def train(self, trainer: Any, tokenizer: Any, wall: Any, **record: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Train (resuming when there is a TRL checkpoint), save the final weights, and
+        return the record `finish` writes beside them (without renaming yet)."""
+        if self.resume_from:
+            self.report("log", {"message": f"resuming {self.spec.stage} from {self.resume_from}"})
+        result = trainer.train(resume_from_checkpoint=self.resume_from)
+        trainer.save_model(str(self.partial / "final"))
+        tokenizer.save_pretrained(str(self.partial / "final"))
+        metrics = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}
+        return metrics, _record(self.spec, self.started, self.device, metrics=metrics, steps=trainer.state.global_step,
+                                stopped_by_time=wall.stopped_early, resumed_from=self.resume_from, **record)
+
+    def finish(self, record: dict[str, Any]) -> dict[str, Any]:
+        return _finish(self.partial, self.out, record)
+
+
 def run_sft(spec: StageSpec, report: Report) -> dict[str, Any]:
     from datasets import Dataset
     from trl import SFTConfig, SFTTrainer
 
     from sv_dagster.training.sft_data import read_rows
 
-    config = spec.training_config()
-    out, partial = Path(spec.out_dir), _partial(Path(spec.out_dir))
-    if not spec.resume:
-        shutil.rmtree(partial, ignore_errors=True)
-    resume_from = _last_trl_checkpoint(partial) if spec.resume else None
-    started, device = time.time(), _device()
+    run = _Run(spec, report)
+    config = run.config
     rows = read_rows(Path(spec.data["train"]))
     if not rows:
         raise StageError(f"no SFT rows in {spec.data['train']}")
@@ -264,7 +297,7 @@ def run_sft(spec: StageSpec, report: Report) -> dict[str, Any]:
     tokenizer, model = load_model(spec.model_dir, config)
     s = config.sft
     args = SFTConfig(
-        **_common_args(spec, partial, config.seed),
+        **_common_args(spec, run.partial, config.seed),
         num_train_epochs=s.epochs,
         max_steps=s.max_steps,
         learning_rate=s.learning_rate,
@@ -281,18 +314,8 @@ def run_sft(spec: StageSpec, report: Report) -> dict[str, Any]:
     wall, stream = _callbacks(s.max_seconds, report)
     trainer = SFTTrainer(model=model, args=args, train_dataset=train, processing_class=tokenizer,
                          peft_config=_peft_config(config), callbacks=[wall, stream])
-    if resume_from:
-        report("log", {"message": f"resuming SFT from {resume_from}"})
-    result = trainer.train(resume_from_checkpoint=resume_from)
-    final = partial / "final"
-    trainer.save_model(str(final))
-    tokenizer.save_pretrained(str(final))
-    metrics = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}
-    return _finish(partial, out, _record(
-        spec, started, device, metrics=metrics, steps=trainer.state.global_step, rows=len(rows),
-        stopped_by_time=wall.stopped_early, resumed_from=resume_from,
-        tokens=metrics.get("num_tokens") or trainer.state.num_input_tokens_seen,
-    ))
+    metrics, record = run.train(trainer, tokenizer, wall, rows=len(rows))
+    return run.finish({**record, "tokens": metrics.get("num_tokens") or trainer.state.num_input_tokens_seen})
 
 
 def _counterpart(checkpoint: str | None):
@@ -320,12 +343,8 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
     from sv_dagster.training.rewards import EnvRewardAdapter
     from sv_dagster.training.sft_data import read_rows
 
-    config = spec.training_config()
-    out, partial = Path(spec.out_dir), _partial(Path(spec.out_dir))
-    if not spec.resume:
-        shutil.rmtree(partial, ignore_errors=True)
-    resume_from = _last_trl_checkpoint(partial) if spec.resume else None
-    started, device = time.time(), _device()
+    run = _Run(spec, report)
+    config = run.config
     rows = [row for row in read_rows(Path(spec.data["train"])) if row.get("task_key")]
     if not rows:
         raise StageError(f"no GRPO prompts with a task in {spec.data['train']}")
@@ -342,7 +361,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
     tokenizer, model = load_model(spec.model_dir, config)
     g = config.grpo
     args = GRPOConfig(
-        **_common_args(spec, partial, config.seed),
+        **_common_args(spec, run.partial, config.seed),
         learning_rate=g.learning_rate,
         lr_scheduler_type=g.lr_scheduler,
         per_device_train_batch_size=g.prompts_per_step * g.num_generations,
@@ -366,22 +385,14 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
     wall, stream = _callbacks(g.max_seconds, report)
     trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=args, train_dataset=train, processing_class=tokenizer,
                           peft_config=_peft_config(config), callbacks=[wall, stream])
-    if resume_from:
-        report("log", {"message": f"resuming GRPO from {resume_from}"})
-    result = trainer.train(resume_from_checkpoint=resume_from)
-    final = partial / "final"
-    trainer.save_model(str(final))
-    tokenizer.save_pretrained(str(final))
+    _, record = run.train(trainer, tokenizer, wall, prompts=len(rows))
+    record.update(  # what the reward adapter saw while training
+        completions_scored=rewards.scored, reward_errors=[e.as_dict() for e in rewards.errors[:100]],
+        n_reward_errors=len(rewards.errors), reward_weights={env: rewards.weights(env) for env in task_files},
+    )
     for error in rewards.errors[:20]:
         report("log", {"message": f"reward error (scored 0): {error.env}/{error.task_key}: {error.error}"})
-    weights = {env: rewards.weights(env) for env in task_files}
-    metrics = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}
-    return _finish(partial, out, _record(
-        spec, started, device, metrics=metrics, steps=trainer.state.global_step, prompts=len(rows),
-        completions_scored=rewards.scored, reward_errors=[e.as_dict() for e in rewards.errors[:100]],
-        n_reward_errors=len(rewards.errors), reward_weights=weights, stopped_by_time=wall.stopped_early,
-        resumed_from=resume_from,
-    ))
+    return run.finish(record)
 
 
 def run_grpo_curriculum(spec: StageSpec, report: Report) -> dict[str, Any]:

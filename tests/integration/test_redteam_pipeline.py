@@ -219,15 +219,24 @@ def test_jobs_execute_as_written_and_no_unsafe_text_is_stored_in_clear(isolated:
 
     unsafe = _unsafe_texts_of_the_demo_models(tmp_path_factory.mktemp("replay"))
     assert len(unsafe) >= 5  # the scan below has something to find
-    # The dataset assets are byte copies of the packages' own (sanitized, shipped) input files;
-    # everything a run writes is scanned.
+    # The inputs are left out of the scan: the curated datasets' test splits hold exactly the
+    # packages' own sanitized, shipped rows (E6's probes are the same framings E5's scripted
+    # attacker sends), and the corpora and their train/dev rows are the project-written,
+    # sample-flagged red-team samples. Everything else a run writes is scanned.
     from sv_env_redteam_attack import bundled_dataset_path as behaviors
     from sv_env_redteam_defense import bundled_dataset_path as probes
 
-    inputs = {behaviors().read_bytes(), probes().read_bytes()}
+    def rows(path: Path) -> set[str]:
+        return {json.dumps(json.loads(line), sort_keys=True) for line in path.read_text().splitlines() if line.strip()}
+
+    inputs = rows(behaviors()) | rows(probes())
     copies = list((outputs / "datasets").rglob("test.jsonl"))
-    assert copies and all(p.read_bytes() in inputs for p in copies)  # one per job that built them
-    files = [p for root in (outputs, isolated / "dagster_home") for p in root.rglob("*") if p.is_file() and p not in copies]
+    assert copies and all(rows(p) <= inputs for p in copies)  # one per job that built them
+    curated = [p for env in ("e5", "e6") for p in (outputs / "datasets" / env).glob("*/*") if p.is_file()]
+    splits = [p for p in curated if p.name in ("train.jsonl", "dev.jsonl", "test.jsonl", "corpus_test.jsonl")]
+    assert splits and all(json.loads(line)["info"]["sample"] for p in splits for line in p.read_text().splitlines())
+    inputs_written = {*curated, *(p for p in (outputs / "corpora").rglob("*") if p.is_file())}
+    files = [p for root in (outputs, isolated / "dagster_home") for p in root.rglob("*") if p.is_file() and p not in inputs_written]
     assert any(p.name == "results.jsonl" for p in files)
     markers = 0
     for path in files:

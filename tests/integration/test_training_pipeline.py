@@ -21,6 +21,7 @@ pytestmark = pytest.mark.slow
 E1_CHAIN = ["sft_data/e1", "checkpoint/e1/base", "checkpoint/e1/sft", "checkpoint/e1/rlft_stage1",
             "safety_review/e1/rlft_stage1", "eval/e1/tiny_e1_base", "eval/e1/tiny_e1_sft", "eval/e1/tiny_e1_rlft1"]
 FAST = '{"grpo": {"max_steps": 4}}'
+PARTITION = "2026-11-20"  # a day of synthetic/e1 batches (daily partitions from 2026-11-01)
 
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -53,6 +54,10 @@ def trained(tmp_path_factory) -> dict[str, Path]:
     env = {**os.environ, "DAGSTER_HOME": str(home), "SV_OUTPUTS_DIR": str(outputs), "WANDB_API_KEY": ""}
     env.pop("DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME", None)  # the venv's .pth supplies it, as for a user
     env.pop("SV_TRAINING_PROFILE", None)
+    # As in `make demo`: a day's synthetic E1 batch first, then the chain (sft_data reads the batch).
+    batch = cli("dagster", "asset", "materialize", "-m", "sv_dagster.definitions", "--select", "synthetic/e1",
+                "--partition", PARTITION, env=env)
+    assert batch.returncode == 0, (batch.stdout + batch.stderr)[-6000:]
     proc = cli("dagster", "job", "execute", "-j", "rlft_e1", env=env)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
     return {"home": home, "outputs": outputs, "root": root, "log": proc.stdout + proc.stderr}
@@ -100,13 +105,31 @@ def test_rlft_e1_runs_the_chain_and_keeps_everything_beside_the_weights(trained,
     assert all(s["ci95"]["format_rate"] and s["ci95"]["mean_reward"] for s in summaries.values())
 
 
+def test_sft_data_trains_on_the_synthetic_batch_minus_what_a_reviewer_rejected(trained, instance_of):
+    env = {**os.environ, "DAGSTER_HOME": str(trained["home"]), "SV_OUTPUTS_DIR": str(trained["outputs"])}
+    first = latest(instance_of, "sft_data/e1").asset_materialization.metadata
+    batch = json.loads((Path(first["artifact_path"].value) / "metadata.json").read_text())["synthetic"]
+    assert batch["partition"] == PARTITION and batch["n_rows"] > 1000 and batch["n_excluded"] == 0
+    rejected = json.loads(Path(batch["path"]).read_text().splitlines()[0])["id"]
+    review = cli("sv-dagster", "review", "synthetic", "e1", "--partition", PARTITION, "--reviewer", "bob",
+                 "--verdict", "reject", "--rows", rejected, "--note", "implausible byte counts", env=env)
+    assert review.returncode == 0, review.stderr[-3000:]
+    result = run_job("sft_e1")
+    assert result.success
+    again = latest(instance_of, "sft_data/e1").asset_materialization.metadata
+    folder = Path(again["artifact_path"].value)
+    assert rejected not in {json.loads(line)["id"] for line in (folder / "tasks" / "train.jsonl").read_text().splitlines()}
+    recorded = json.loads((folder / "metadata.json").read_text())["synthetic"]
+    assert recorded["n_excluded"] == 1 and recorded["decision_ids"]  # the rejection, in sft_data's provenance
+
+
 def test_lineage_of_a_trained_models_eval_reaches_the_corpus(trained, instance_of):
     env = {**os.environ, "DAGSTER_HOME": str(trained["home"]), "SV_OUTPUTS_DIR": str(trained["outputs"])}
     proc = cli("sv-dagster", "lineage", "eval/e1/tiny_e1_rlft1", "--json", env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     keys = json.dumps(json.loads(proc.stdout))
     for path in ("safety_review/e1/rlft_stage1", "checkpoint/e1/rlft_stage1", "checkpoint/e1/sft", "sft_data/e1",
-                 "dataset/e1", "corpus/iot23"):
+                 "synthetic/e1", "dataset/e1", "corpus/iot23"):
         assert path in keys, path
 
 
@@ -212,7 +235,8 @@ def test_cotraining_alternates_attacker_and_defender(trained, instance_of):
 
 def test_a_checkpoint_folder_is_a_registry_edit_away_from_an_eval(trained, instance_of, tmp_path):
     """Issue 7's `local` backend: any checkpoint folder (or model id) served with transformers."""
-    folder = latest(instance_of, "checkpoint/e1/sft").asset_materialization.metadata["checkpoint_path"].value
+    # The checkpoint tiny-e1-sft's eval scored (a later test retrains checkpoint/e1/sft).
+    folder = latest(instance_of, "eval/e1/tiny_e1_sft").asset_materialization.metadata["checkpoint_path"].value
     registry = tmp_path / "models.yaml"
     registry.write_text((REPO_ROOT / "configs" / "models.yaml").read_text()
                         + f"  my-checkpoint:\n    backend: local\n    model: {folder}\n    envs: [e1]\n"

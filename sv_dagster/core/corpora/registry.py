@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from sv_dagster.core.paths import CONFIGS_DIR, PROJECT_ROOT
+from sv_dagster.core.yamlfile import read_yaml_mapping
 
 LOADERS = ("hf", "url", "local")
 ENVS = ("e1", "e2", "e3", "e4", "e5", "e6")
@@ -239,13 +238,8 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path) -> SourceSpe
 def load_sources(path: Path | None = None) -> dict[str, SourceSpec]:
     """Every source of the registry, in file order."""
     path = Path(path) if path else sources_path()
-    if not path.is_file():
-        raise SourceRegistryError(f"source registry not found: {path}")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise SourceRegistryError(f"{path}: not valid YAML ({exc})") from exc
-    if not isinstance(data, dict) or not isinstance(data.get("sources"), dict) or not data["sources"]:
+    data = read_yaml_mapping(path, SourceRegistryError, "source registry")
+    if not isinstance(data.get("sources"), dict) or not data["sources"]:
         raise _fail(path, None, "needs a non-empty 'sources' mapping")
     defaults = data.get("defaults") or {}
     return {str(sid): _spec(str(sid), raw, defaults, path) for sid, raw in data["sources"].items()}
