@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 import time
@@ -179,9 +180,12 @@ def training_text(result, env_short: str) -> str:
     if any(r.get("sample") for r in rows):
         lines.append("DATA: SAMPLE corpus rows plus the synthetic batch; the model is the tiny one built here (CPU)")
     lines.append(format_table(table, (("mean reward", "reward"), ("valid JSON", "json"), ("accuracy", "acc"), ("ECE", "ece"))))
+    from sv_dagster.core.lineage import metadata_value
+
     for stage, metadata in stages:
-        value = lambda name: metadata[name].value if name in metadata else None  # noqa: E731
-        lines.append(f"  {stage}: {_fmt(value('wall_seconds'))} s, {_fmt(value('steps'))} steps, "
+        value = functools.partial(metadata_value, metadata)
+        steps = f"{value('steps')} steps, " if value("steps") is not None else "built, no training steps, "
+        lines.append(f"  {stage}: {_fmt(value('wall_seconds'))} s, {steps}"
                      f"{_fmt(value('cpu_hours'))} CPU h, {_fmt(value('gpu_hours'))} GPU h -> {_shown(Path(str(value('checkpoint_path'))))}")
     if review is not None:
         passed = review["review_passed"].value

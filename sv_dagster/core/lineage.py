@@ -123,7 +123,7 @@ def _asset_graph(asset_graph_or_defs: Any):
     return asset_graph_or_defs
 
 
-def _value(metadata: Mapping[str, Any], name: str) -> Any:
+def metadata_value(metadata: Mapping[str, Any], name: str) -> Any:
     if name not in metadata:
         return None
     entry = metadata[name]
@@ -187,15 +187,15 @@ def _node_from_record(key: str, record: Any, **kwargs: Any) -> LineageNode:
     code_version = tags.get(CODE_VERSION_TAG)
     if code_version == record.run_id:
         code_version = None  # Dagster's default when the asset declares none
-    inputs = _value(metadata, "input_data_versions")
+    inputs = metadata_value(metadata, "input_data_versions")
     if not isinstance(inputs, Mapping):  # not recorded by provenance: Dagster's own tags
         inputs = {
             name[len(INPUT_DATA_VERSION_TAG):]: version
             for name, version in tags.items()
             if name.startswith(INPUT_DATA_VERSION_TAG)
         }
-    git_dirty = _value(metadata, "git_dirty")
-    seed = _value(metadata, "seed")
+    git_dirty = metadata_value(metadata, "git_dirty")
+    seed = metadata_value(metadata, "seed")
     return LineageNode(
         key=key,
         materialized=True,
@@ -205,13 +205,13 @@ def _node_from_record(key: str, record: Any, **kwargs: Any) -> LineageNode:
         timestamp=record.timestamp,
         data_version=tags.get(DATA_VERSION_TAG),
         code_version=code_version,
-        content_hash=_value(metadata, "content_hash"),
-        git_commit=_value(metadata, "git_commit"),
+        content_hash=metadata_value(metadata, "content_hash"),
+        git_commit=metadata_value(metadata, "git_commit"),
         git_dirty=git_dirty if isinstance(git_dirty, bool) else None,
-        config_hash=_value(metadata, "config_hash"),
+        config_hash=metadata_value(metadata, "config_hash"),
         seed=seed if isinstance(seed, int) else None,
         input_data_versions={str(k): str(v) for k, v in inputs.items()},
-        details={name: _value(metadata, name) for name in DETAIL_FIELDS if name in metadata},
+        details={name: metadata_value(metadata, name) for name in DETAIL_FIELDS if name in metadata},
         **kwargs,
     )
 

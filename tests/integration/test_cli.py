@@ -50,6 +50,13 @@ def test_demo_prints_metrics_and_artifact_paths(isolated: Path):
     accuracy = float(row.split()[2])
     assert 0.0 < accuracy <= 1.0
     assert "sv-env-network-logs--heuristic" in out and "results.jsonl" in out
+    # ... then the day's synthetic batches and the training chain, whose table reads the evals
+    assert "== synthetic: synthetic_daily partition" in out
+    trained = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("tiny-e1-")}
+    assert set(trained) == {"tiny-e1-base", "tiny-e1-sft", "tiny-e1-rlft1"}
+    reward = {name: float(cells[2]) for name, cells in trained.items()}  # model, n, mean reward [CI]
+    assert reward["tiny-e1-sft"] > reward["tiny-e1-base"]  # SFT on the verifier's targets learns the format
+    assert "  base: " in out and "built, no training steps" in out and "safety review: passed" in out
 
 
 def test_rescore_command_writes_a_new_folder(isolated: Path, capsys):
