@@ -198,7 +198,9 @@ def _scoring(mode: str, data: Path, cache: Path, *extra: str) -> dict:
     env = {**os.environ, "SV_TOOL_CACHE": str(cache)}
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "scoring.py"), mode, "--data", str(data), *extra],
                          cwd=ROOT, env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    lines = out.stdout.splitlines()
+    start = max(i for i, line in enumerate(lines) if line.startswith("{"))
+    return json.loads("\n".join(lines[start:]))
 
 
 def bench_scoring(e2_files: int = 124, e3_rollouts: int = 104) -> dict:
@@ -229,8 +231,11 @@ def bench_scoring(e2_files: int = 124, e3_rollouts: int = 104) -> dict:
 
 
 def _json_of(cmd: list[str]) -> dict:
+    """The JSON object a child benchmark prints last (trainers print their own log lines first)."""
     out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout[out.stdout.index("{"):])
+    lines = out.stdout.splitlines()
+    start = max(i for i, line in enumerate(lines) if line.startswith("{"))
+    return json.loads("\n".join(lines[start:]))
 
 
 def _repeat_dataset(source: Path, target: Path, n: int) -> Path:
