@@ -26,6 +26,22 @@ def _schema(row: dict[str, Any], allowed: Sequence[str]) -> str | None:
     return None
 
 
+class _RowCandidates:
+    """Candidates that are already research-JSONL rows (E4, E6): the package's `synthetic`
+    module (`self.s`) words and parses the model's variation."""
+
+    s: Any
+
+    def candidate_id(self, candidate: Any) -> str:
+        return candidate["id"]
+
+    def variation_prompt(self, candidate: Any) -> str | None:
+        return self.s.variation_prompt(candidate)
+
+    def vary(self, candidate: Any, text: str, new_id: str, rng: random.Random) -> Any:
+        return self.s.parse_variation(candidate, text, new_id)
+
+
 class E2Generator:
     env = "e2"
     verifier = "E2 tools: OPA/Rego (in-process), Semgrep and Checkov (batched)"
@@ -139,7 +155,7 @@ class E3Generator:
         return tool_versions()
 
 
-class E4Generator:
+class E4Generator(_RowCandidates):
     env = "e4"
 
     def __init__(self) -> None:
@@ -151,15 +167,6 @@ class E4Generator:
 
     def templates(self, n: int, rng: random.Random, id_prefix: str) -> tuple[list[Any], list[Reject]]:
         return self.s.generate(n, rng, id_prefix=id_prefix), []
-
-    def candidate_id(self, candidate: Any) -> str:
-        return candidate["id"]
-
-    def variation_prompt(self, candidate: Any) -> str | None:
-        return self.s.variation_prompt(candidate)
-
-    def vary(self, candidate: Any, text: str, new_id: str, rng: random.Random) -> Any:
-        return self.s.parse_variation(candidate, text, new_id)
 
     def check(self, candidates: Sequence[Any]) -> list[Outcome]:
         from sv_env_phishing_detection.emails import GOLD_LABELS
@@ -254,7 +261,7 @@ class E5Generator:
                 "novelty_threshold": self.novelty_threshold}
 
 
-class E6Generator:
+class E6Generator(_RowCandidates):
     env = "e6"
 
     def __init__(self, attacks: Sequence[Any]) -> None:
@@ -270,15 +277,6 @@ class E6Generator:
 
     def templates(self, n: int, rng: random.Random, id_prefix: str) -> tuple[list[Any], list[Reject]]:
         return self.s.generate(n, rng, self.attacks, id_prefix=id_prefix), []
-
-    def candidate_id(self, candidate: Any) -> str:
-        return candidate["id"]
-
-    def variation_prompt(self, candidate: Any) -> str | None:
-        return self.s.variation_prompt(candidate)
-
-    def vary(self, candidate: Any, text: str, new_id: str, rng: random.Random) -> Any:
-        return self.s.parse_variation(candidate, text, new_id)
 
     def check(self, candidates: Sequence[Any]) -> list[Outcome]:
         out = []
