@@ -27,3 +27,20 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in names:
         monkeypatch.delenv(name, raising=False)
     return tmp_path
+
+
+@pytest.fixture
+def offline_sources(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A developer's shell may point corpora elsewhere (SV_CORPORA=online, SV_SOURCE_<ID>): not here."""
+    from sv_dagster.core.corpora import load_sources
+
+    for name in ("SV_CORPORA", "SV_IOT23_SOURCE", "SV_SOURCES_FILE", *(s.env_var for s in load_sources().values())):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="module")
+def sources():
+    """The source registry (configs/sources.yaml)."""
+    from sv_dagster.core.corpora import load_sources
+
+    return load_sources()

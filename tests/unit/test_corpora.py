@@ -26,26 +26,13 @@ from sv_dagster.core.corpora.build import CorpusInput, build_dataset
 from sv_dagster.core.corpora.curate import curate_items
 from sv_dagster.core.corpora.normalize import normalise
 from sv_dagster.core.corpora.schemas import normalized_hash, row_schemas
+pytestmark = pytest.mark.usefixtures("offline_sources")
 
 PLAN = {
     "iot23", "cicids2017", "unsw_nb15", "genkubesec", "k8s_policies", "terraform", "devign", "bigvul", "juliet",
     "codexglue_defect", "stack_v2_commits", "enron_ham", "apwg_phishing", "zefang_phishing", "jbb_behaviors",
     "harmbench", "redteam_transcripts",
 }
-
-
-@pytest.fixture(autouse=True)
-def offline_sources(monkeypatch):
-    """A developer's shell may point sources elsewhere (SV_CORPORA=online, SV_SOURCE_<ID>): not here."""
-    from sv_dagster.core.corpora import load_sources as _load
-
-    for name in ("SV_CORPORA", "SV_IOT23_SOURCE", "SV_SOURCES_FILE", *(s.env_var for s in _load().values())):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture(scope="module")
-def sources():
-    return load_sources()
 
 
 def load(spec, value: str | None = None, tmp: Path | None = None, **kwargs):

@@ -8,23 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.core.corpora import load_corpus, load_sources, resolve_location
+from sv_dagster.core.corpora import load_corpus, resolve_location
 from sv_dagster.core.corpora.build import CorpusInput, build_dataset
 from sv_dagster.core.validation import corpus_suite, dataset_suite, proportion_bounds
 
-
-@pytest.fixture(autouse=True)
-def offline_sources(monkeypatch):
-    """A developer's shell may point sources elsewhere (SV_CORPORA=online, SV_SOURCE_<ID>): not here."""
-    from sv_dagster.core.corpora import load_sources as _load
-
-    for name in ("SV_CORPORA", "SV_IOT23_SOURCE", "SV_SOURCES_FILE", *(s.env_var for s in _load().values())):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture(scope="module")
-def sources():
-    return load_sources()
+pytestmark = pytest.mark.usefixtures("offline_sources")
 
 
 def loaded(spec, value=None):
