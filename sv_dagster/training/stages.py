@@ -207,9 +207,19 @@ def _callbacks(max_seconds: float, report: Report):
 
 
 def _last_trl_checkpoint(partial: Path) -> str | None:
-    from transformers.trainer_utils import get_last_checkpoint
-
-    return get_last_checkpoint(str(partial)) if partial.is_dir() else None
+    """The newest complete TRL checkpoint. The Trainer writes trainer_state.json last, so a
+    process killed while saving leaves a folder without it (transformers' own
+    get_last_checkpoint would pick that folder, and resuming from it fails)."""
+    if not partial.is_dir():
+        return None
+    numbered = [p for p in partial.glob("checkpoint-*") if p.is_dir() and p.name.split("-", 1)[1].isdigit()]
+    for folder in sorted(numbered, key=lambda p: int(p.name.split("-", 1)[1]), reverse=True):
+        try:
+            json.loads((folder / "trainer_state.json").read_text())
+        except (OSError, ValueError):
+            continue  # cut off mid-save
+        return str(folder)
+    return None
 
 
 def _tracking(spec: StageSpec) -> list[str]:

@@ -104,17 +104,34 @@ def test_a_killed_training_process_leaves_no_checkpoint_and_resumes(e1_data, bas
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     partial = out.with_name("sft.partial")
     deadline = time.time() + 240
-    while not list(partial.glob("checkpoint-*")) and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.5)
-    assert list(partial.glob("checkpoint-*")), proc.stdout.read() if proc.poll() is not None else "no TRL checkpoint in time"
-    os.killpg(proc.pid, signal.SIGKILL)
+    complete = lambda: [int(p.parent.name.split("-")[1]) for p in partial.glob("checkpoint-*/trainer_state.json")]  # noqa: E731
+    while not complete() and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert complete(), proc.stdout.read() if proc.poll() is not None else "no TRL checkpoint in time"
+    os.killpg(proc.pid, signal.SIGKILL)  # perhaps in the middle of saving a later one
     proc.wait()
     assert not out.exists()  # nothing half-written where a finished checkpoint would be
-    saved = max(int(p.name.split("-")[1]) for p in partial.glob("checkpoint-*"))  # the process may have saved more
+    saved = max(complete())  # the newest the process finished saving
     resumed = run_stage(spec("sft", small_config(sft={"epochs": 50.0, "batch_size": 16, "save_steps": 2, "max_steps": saved + 4}),
                              out, base_model, {"train": str(e1_data["sft"])}), quiet)
     assert resumed["resumed_from"].endswith(f"checkpoint-{saved}") and resumed["steps"] == saved + 4
     assert (out / CHECKPOINT_FILE).is_file() and not partial.exists()
+
+
+def test_resume_skips_a_checkpoint_cut_off_while_saving(tmp_path: Path):
+    from sv_dagster.training.stages import _last_trl_checkpoint
+
+    partial = tmp_path / "sft.partial"
+    for step in (2, 4, 10):
+        (partial / f"checkpoint-{step}").mkdir(parents=True)
+        (partial / f"checkpoint-{step}" / "model.safetensors").write_bytes(b"weights")
+    (partial / "checkpoint-2" / "trainer_state.json").write_text('{"global_step": 2}')
+    (partial / "checkpoint-4" / "trainer_state.json").write_text('{"global_step": 4}')
+    (partial / "checkpoint-10" / "trainer_state.json").write_text('{"global_st')  # killed mid-write
+    assert _last_trl_checkpoint(partial) == str(partial / "checkpoint-4")  # numeric order, not "10" < "4"
+    (partial / "checkpoint-4" / "trainer_state.json").unlink()  # killed before the state was written
+    assert _last_trl_checkpoint(partial) == str(partial / "checkpoint-2")
+    assert _last_trl_checkpoint(tmp_path / "missing") is None
 
 
 def test_wall_clock_bound_stops_training(e1_data, base_model: Path, tmp_path: Path):

@@ -9,6 +9,7 @@ expansion (a "billion laughs" YAML bomb is tiny on disk and huge in memory). Fai
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -146,13 +147,24 @@ def _flatten_blocks(raw: list[dict] | None, mode: str) -> list[dict[str, Any]]:
     return out
 
 
+# python-hcl2 8.x serializes with a mutable default `SerializationContext` shared by every
+# call and flipped while it walks interpolations: two threads parsing at once corrupt each
+# other's strings (and OPA then finds nothing). Parsing takes milliseconds; one at a time.
+_HCL_LOCK = threading.Lock()
+
+INPUTS_REVISION = 2
+"""How files become Rego input; part of OPA's cache key. 2: HCL parsed one at a time (an
+OPA result cached before may come from a corrupted concurrent parse)."""
+
+
 def load_terraform(content: str | bytes, *, max_bytes: int = MAX_BYTES) -> dict[str, Any]:
     """{"resources": [...], "data": [...]} (each {"mode", "type", "name", "config"}) from HCL."""
     import hcl2
 
     text = check_text(content, max_bytes=max_bytes)
     try:
-        raw = hcl2.loads(text)
+        with _HCL_LOCK:
+            raw = hcl2.loads(text)
     except RecursionError as exc:
         raise InputError("HCL nested too deeply") from exc
     except Exception as exc:  # lark's parse errors have no common public base in hcl2's API

@@ -21,6 +21,7 @@ from typing import Any
 from sv_shared.tools import Finding, ToolCache, ToolResult, normalize_severity
 
 from sv_env_config_verification.inputs import (
+    INPUTS_REVISION,
     InputError,
     file_kind,
     load_terraform,
@@ -43,9 +44,10 @@ def rego_version() -> str:
 
 
 def policies_hash(root: Path | None = None) -> str:
-    """Hash of every .rego file (relative name + bytes): a policy edit is a new cache key."""
+    """Hash of every .rego file (relative name + bytes) and of the input normaliser's
+    revision: a policy edit, or a change in what the policies see, is a new cache key."""
     root = root or policies_dir()
-    digest = hashlib.sha256()
+    digest = hashlib.sha256(f"inputs-{INPUTS_REVISION}".encode())
     for path in sorted(root.rglob("*.rego")):
         digest.update(str(path.relative_to(root)).encode())
         digest.update(path.read_bytes())

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from sv_env_config_verification.dataset import bundled_examples, read_examples
-from sv_env_config_verification.inputs import file_kind
+from sv_env_config_verification.inputs import InputError, file_kind, load_terraform
 
 GENERATOR_ID = "sv-env-config-verification/synthetic"
 GENERATOR_VERSION = "1"
@@ -685,9 +685,9 @@ def parse_variation(row: dict[str, Any], text: str, suffix: str) -> dict[str, An
             if not _load(body):
                 raise ValueError("no YAML document in the reply")
         else:
-            import hcl2
-
-            hcl2.loads(body)
+            load_terraform(body)  # the package's one (thread-safe) way to parse HCL
+    except InputError as exc:
+        raise ValueError(f"reply is not valid {kind}: {exc}") from exc
     except ValueError:
         raise
     except Exception as exc:  # yaml/lark parse errors
