@@ -149,7 +149,8 @@ def _flatten_blocks(raw: list[dict] | None, mode: str) -> list[dict[str, Any]]:
 
 # python-hcl2 8.x serializes with a mutable default `SerializationContext` shared by every
 # call and flipped while it walks interpolations: two threads parsing at once corrupt each
-# other's strings (and OPA then finds nothing). Parsing takes milliseconds; one at a time.
+# other's strings (and OPA then finds nothing). Known upstream (amplify-education/python-hcl2
+# issue 327, open); drop the lock once a release fixes it. Parsing takes milliseconds.
 _HCL_LOCK = threading.Lock()
 
 INPUTS_REVISION = 2
