@@ -198,9 +198,7 @@ def _scoring(mode: str, data: Path, cache: Path, *extra: str) -> dict:
     env = {**os.environ, "SV_TOOL_CACHE": str(cache)}
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "scoring.py"), mode, "--data", str(data), *extra],
                          cwd=ROOT, env=env, capture_output=True, text=True, check=True)
-    lines = out.stdout.splitlines()
-    start = max(i for i, line in enumerate(lines) if line.startswith("{"))
-    return json.loads("\n".join(lines[start:]))
+    return _last_json(out.stdout)
 
 
 def bench_scoring(e2_files: int = 124, e3_rollouts: int = 104) -> dict:
@@ -230,12 +228,17 @@ def bench_scoring(e2_files: int = 124, e3_rollouts: int = 104) -> dict:
     }
 
 
-def _json_of(cmd: list[str]) -> dict:
-    """The JSON object a child benchmark prints last (trainers print their own log lines first)."""
-    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
-    lines = out.stdout.splitlines()
+def _last_json(stdout: str) -> dict:
+    """The JSON object a child benchmark prints last, on one line or indented (trainers
+    print their own dict-shaped log lines first)."""
+    lines = stdout.splitlines()
     start = max(i for i, line in enumerate(lines) if line.startswith("{"))
     return json.loads("\n".join(lines[start:]))
+
+
+def _json_of(cmd: list[str]) -> dict:
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
+    return _last_json(out.stdout)
 
 
 def _repeat_dataset(source: Path, target: Path, n: int) -> Path:
