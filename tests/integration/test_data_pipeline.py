@@ -13,6 +13,7 @@ import pytest
 from sv_dagster.core.corpora import load_sources
 from sv_dagster.core.envs import ENVS
 from sv_dagster.definitions import build_definitions
+from tests.conftest import clear_source_overrides
 
 TASK_FILES = ("train", "dev", "test", "corpus_test", "ood")
 
@@ -23,8 +24,8 @@ def isolate(monkeypatch: pytest.MonkeyPatch, root: Path) -> dg.DagsterInstance:
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     monkeypatch.setenv("SV_OUTPUTS_DIR", str(root / "outputs"))
     monkeypatch.setenv("DAGSTER_HOME", str(home))
-    for name in ("SV_MODEL_REGISTRY", "SV_CORPORA", "SV_IOT23_SOURCE", *(s.env_var for s in load_sources().values())):
-        monkeypatch.delenv(name, raising=False)
+    monkeypatch.delenv("SV_MODEL_REGISTRY", raising=False)
+    clear_source_overrides(monkeypatch)
     return dg.DagsterInstance.get()
 
 

@@ -26,6 +26,7 @@ from sv_dagster.core.corpora.build import CorpusInput, build_dataset
 from sv_dagster.core.corpora.curate import curate_items
 from sv_dagster.core.corpora.normalize import normalise
 from sv_dagster.core.corpora.schemas import normalized_hash, row_schemas
+
 pytestmark = pytest.mark.usefixtures("offline_sources")
 
 PLAN = {

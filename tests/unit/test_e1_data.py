@@ -15,13 +15,7 @@ from sv_dagster.core.corpora.normalize import normalise
 from sv_dagster.core.e1_data import CorpusError, FlowPart, curate_e1, load_iot23, render_questions, split_for
 
 
-@pytest.fixture(autouse=True)
-def offline_sources(monkeypatch):
-    """A developer's shell may point sources elsewhere (SV_CORPORA=online, SV_SOURCE_<ID>): not here."""
-    from sv_dagster.core.corpora import load_sources as _load
-
-    for name in ("SV_CORPORA", "SV_IOT23_SOURCE", "SV_SOURCES_FILE", *(s.env_var for s in _load().values())):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("offline_sources")  # tests/conftest.py
 
 
 def iot23_part(frame: pd.DataFrame, source: str = "iot23", ood: bool = False) -> FlowPart:
