@@ -26,6 +26,7 @@ from sv_dagster.assets.training import training_assets
 from sv_dagster.assets.triage import build_triage_assets
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import PROJECT_ROOT
+from sv_dagster.core.redaction import install_log_redaction
 from sv_dagster.core.registry import load_registry, registry_path
 from sv_dagster.jobs import demo_job, eval_job, program_jobs, rescore_job, tournament_job
 from sv_dagster.jobs.synthetic import synthetic_job, synthetic_schedule
@@ -56,6 +57,7 @@ def build_definitions() -> dg.Definitions:
     load_dotenv(PROJECT_ROOT / ".env")  # API keys and endpoints; .env is git-ignored
     if os.environ.get("SV_SECRETS_FILE"):  # or a dotenv file kept outside the repository
         load_dotenv(os.environ["SV_SECRETS_FILE"])
+    install_log_redaction()  # every process that loads the code location: CLI, webserver, daemon, step workers
     models = load_registry()
     envs = list(ENVS.values())
     evals = [a for env in envs for a in build_eval_assets(env, models)]

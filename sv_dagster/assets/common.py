@@ -10,6 +10,7 @@ from typing import Any
 import dagster as dg
 
 from sv_dagster.core.paths import outputs_root
+from sv_dagster.core.redaction import write_redacted
 
 
 def artifact_dir(context: dg.AssetExecutionContext, *parts: str) -> Path:
@@ -22,5 +23,4 @@ def artifact_dir(context: dg.AssetExecutionContext, *parts: str) -> Path:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> Path:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    return path
+    return write_redacted(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")

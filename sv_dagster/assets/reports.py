@@ -16,6 +16,7 @@ from sv_dagster.assets.recipe import Artifact, local_artifact_path, provenance_a
 from sv_dagster.assets.tournament import TOURNAMENT
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import outputs_root
+from sv_dagster.core.redaction import write_redacted
 from sv_dagster.core.reports import (
     EvalRecord,
     TrainingRecord,
@@ -124,7 +125,7 @@ def build_report_assets(eval_keys: list[dg.AssetKey], training_keys: list[dg.Ass
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"{year}-W{week:02d}.md"
         volumes = synthetic_volumes(context.instance, (datetime.now(UTC) - timedelta(days=7)).timestamp())
-        path.write_text(weekly_markdown(f"{year}-W{week:02d}", latest, previous, gates, out, volumes), encoding="utf-8")
+        write_redacted(path, weekly_markdown(f"{year}-W{week:02d}", latest, previous, gates, out, volumes))
         return Artifact(
             path=path,
             config={"week": f"{year}-W{week:02d}"},
@@ -152,7 +153,7 @@ def build_report_assets(eval_keys: list[dg.AssetKey], training_keys: list[dg.Ass
             rows = scoreboard(records)
             files[f"{env}_json"] = write_json(out / f"{env}.json", {"env": env, "rows": rows})
             files[f"{env}_md"] = out / f"{env}.md"
-            files[f"{env}_md"].write_text(scoreboard_markdown(env, rows, out), encoding="utf-8")
+            write_redacted(files[f"{env}_md"], scoreboard_markdown(env, rows, out))
         return Artifact(
             path=out,
             config={"envs": sorted(by_env)},

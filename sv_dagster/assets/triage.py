@@ -15,6 +15,7 @@ from sv_dagster.core.paths import outputs_root
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.core.runner import read_results
 from sv_dagster.core.triage import triage, triage_markdown
+from sv_dagster.core.redaction import write_redacted
 
 
 def triage_asset_key(env: EnvSpec, model: ModelSpec) -> dg.AssetKey:
@@ -36,10 +37,10 @@ def build_triage_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
         notes = outputs_root() / "notes"
         notes.mkdir(parents=True, exist_ok=True)
         path = notes / f"{datetime.now(UTC):%Y-%m-%d}-triage-{env.short}-{model.key}.md"
-        path.write_text(
+        write_redacted(
+            path,
             triage_markdown(report, env=env.env_id, model=model.name, eval_dir=str(evaluation.path),
                             sample=bool(evaluation.facts.get("sample"))),
-            encoding="utf-8",
         )
         write_json(path.with_suffix(".json"), report)
         return Artifact(

@@ -15,7 +15,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import httpx
@@ -29,6 +29,7 @@ from tenacity import (
 )
 
 from sv_dagster.core.limits import AdaptiveConcurrency
+from sv_dagster.core.redaction import redact_text, register_secret
 from sv_dagster.core.registry import ModelSpec
 
 POOL_SIZE = 8
@@ -69,6 +70,17 @@ class CompletionFailed(RuntimeError):
         self.attempts = attempts
 
 
+class UnusableReply(RuntimeError):
+    """A 200 reply that carries no answer: no choices, a choice without a message, or more
+    text than the model's `max_reply_bytes`. It is the endpoint's fault, not the model's
+    answer, so it is retried like a 5xx and, if it persists, recorded as a model error."""
+
+
+ERROR_TEXT_CHARS = 2000
+"""An error stored on a results row keeps this much of the endpoint's message (an error
+body can be megabytes)."""
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
@@ -80,6 +92,8 @@ class Completion:
     tool_calls: tuple[dict[str, Any], ...] = ()
     """Tool calls the model asked for, in the OpenAI wire shape
     ({"id", "type": "function", "function": {"name", "arguments"}})."""
+    cache_key: str | None = None
+    """Set by a response cache, which stores the reply only once its example is scored."""
 
 
 class Backend(Protocol):
@@ -139,8 +153,8 @@ class HeuristicBackend:
 def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, (openai.APIConnectionError, openai.APITimeoutError, openai.RateLimitError)):
         return True
-    if isinstance(exc, (json.JSONDecodeError, openai.APIResponseValidationError)):
-        return True  # a garbled body (a proxy's error page) is worth another try
+    if isinstance(exc, (json.JSONDecodeError, openai.APIResponseValidationError, UnusableReply)):
+        return True  # a garbled or empty body (a proxy's error page) is worth another try
     return isinstance(exc, openai.APIStatusError) and exc.status_code >= 500
 
 
@@ -167,6 +181,54 @@ class _WaitRetryAfter:
         return min(hinted, self.retry_after_cap) if hinted is not None else self.backoff(retry_state)
 
 
+def _failure_text(exc: BaseException, base_url: str, attempts: int) -> str:
+    """One line for a results row: what failed, cut to ERROR_TEXT_CHARS and redacted (an
+    error body may echo the API key)."""
+    cause = exc.__cause__ if isinstance(exc.__cause__, UnusableReply) else exc  # raised inside httpx
+    text = f"{type(cause).__name__} from {base_url} after {attempts} attempt(s): {cause}"
+    if len(text) > ERROR_TEXT_CHARS:
+        text = text[:ERROR_TEXT_CHARS] + f"... [{len(text) - ERROR_TEXT_CHARS:,} more characters]"
+    return redact_text(text)
+
+
+class _CappedStream(httpx.AsyncByteStream):
+    """A response body that stops being read once it passes `limit` bytes."""
+
+    def __init__(self, inner: httpx.AsyncByteStream, limit: int) -> None:
+        self.inner, self.limit = inner, limit
+
+    async def __aiter__(self):
+        seen = 0
+        async for chunk in self.inner:
+            seen += len(chunk)
+            if seen > self.limit:
+                raise UnusableReply(f"the reply body passed {self.limit:,} bytes; it was not read further")
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
+class CappedTransport(httpx.AsyncBaseTransport):
+    """An HTTP transport that refuses response bodies over `limit` bytes before they are
+    held in memory: by Content-Length when the server sends it, else while reading."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, limit: int) -> None:
+        self.inner, self.limit = inner, limit
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self.inner.handle_async_request(request)
+        length = response.headers.get("content-length", "")
+        if length.isdigit() and int(length) > self.limit:
+            await response.aclose()
+            raise UnusableReply(f"the reply body is {int(length):,} bytes, over the limit of {self.limit:,}")
+        response.stream = _CappedStream(response.stream, self.limit)
+        return response
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 class OpenAICompatibleBackend:
     def __init__(
         self,
@@ -186,6 +248,7 @@ class OpenAICompatibleBackend:
                     f"model {spec.name!r}: environment variable {spec.api_key_env} is not set "
                     f"(put it in .env or export it); no request was sent to {spec.base_url}"
                 )
+        register_secret(api_key)  # whatever its variable is called, it is never written anywhere
         self.spec = spec
         self.base_url = spec.base_url.rstrip("/")
         self._api_key = api_key
@@ -197,6 +260,7 @@ class OpenAICompatibleBackend:
         # cost (8 ms per request here); pools of 8 keep it small.
         pools = max(1, -(-spec.max_concurrency // POOL_SIZE))
         per_pool = -(-spec.max_concurrency // pools)
+        body_limit = 4 * spec.max_reply_bytes + 65536  # JSON escapes a character in at most 4x its UTF-8 bytes
         self.clients = [
             openai.AsyncOpenAI(
                 base_url=self.base_url,
@@ -204,7 +268,12 @@ class OpenAICompatibleBackend:
                 max_retries=0,  # retries are ours (tenacity), so they are counted and recorded
                 timeout=spec.sampling.timeout_s,
                 http_client=openai.DefaultAsyncHttpxClient(
-                    limits=httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
+                    transport=CappedTransport(
+                        httpx.AsyncHTTPTransport(
+                            limits=httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
+                        ),
+                        body_limit,
+                    )
                 ),
             )
             for _ in range(pools)
@@ -265,26 +334,33 @@ class OpenAICompatibleBackend:
                         except openai.RateLimitError:
                             self.limits.throttled()
                             raise
+                    completion = self._completion(response)  # an unusable reply is retried like a 5xx
                     self.limits.succeeded()
-        except (openai.OpenAIError, json.JSONDecodeError) as exc:
-            raise CompletionFailed(
-                f"{type(exc).__name__} from {self.base_url} after {attempts} attempt(s): {exc}", attempts
-            ) from exc
+        except (openai.OpenAIError, json.JSONDecodeError, UnusableReply) as exc:
+            raise CompletionFailed(_failure_text(exc, self.base_url, attempts), attempts) from exc
+        return replace(completion, latency_s=time.perf_counter() - start, attempts=attempts)
+
+    def _completion(self, response: ChatCompletion) -> Completion:
+        """The model's turn in `response`, or UnusableReply when it carries none."""
         choice = response.choices[0] if response.choices else None
-        usage = response.usage.model_dump(include={"prompt_tokens", "completion_tokens", "total_tokens"}) if response.usage else None
-        return Completion(
-            text=(choice.message.content or "") if choice else "",
-            usage=usage,
-            latency_s=time.perf_counter() - start,
-            attempts=attempts,
-            finish_reason=choice.finish_reason if choice else None,
-            tool_calls=tuple(
-                {"id": call.id, "type": "function",
-                 "function": {"name": call.function.name, "arguments": call.function.arguments or ""}}
-                for call in ((choice.message.tool_calls or []) if choice else [])
-                if getattr(call, "function", None) is not None
-            ),
+        if choice is None or choice.message is None:
+            raise UnusableReply("the reply has no choices" if choice is None else "the reply's choice has no message")
+        calls = tuple(
+            {"id": call.id, "type": "function",
+             "function": {"name": call.function.name, "arguments": call.function.arguments or ""}}
+            for call in (choice.message.tool_calls or [])
+            if getattr(call, "function", None) is not None
         )
+        if choice.message.content is None and not calls:
+            raise UnusableReply("the reply's message has neither content nor tool calls")
+        text = choice.message.content or ""
+        size = len(text.encode("utf-8", "surrogatepass")) + sum(
+            len(c["function"]["arguments"].encode("utf-8", "surrogatepass")) for c in calls
+        )
+        if size > self.spec.max_reply_bytes:
+            raise UnusableReply(f"the reply holds {size:,} bytes of text, over max_reply_bytes {self.spec.max_reply_bytes:,}")
+        usage = response.usage.model_dump(include={"prompt_tokens", "completion_tokens", "total_tokens"}) if response.usage else None
+        return Completion(text=text, usage=usage, latency_s=0.0, finish_reason=choice.finish_reason, tool_calls=calls)
 
     async def aclose(self) -> None:
         for client in self.clients:

@@ -3,6 +3,10 @@
 Keyed by (backend, base URL, model id, messages, sampling parameters including the seed),
 so re-running an eval after a verifier change costs no model calls. SQLite (standard
 library) in WAL mode: several processes may share one cache file.
+
+Only replies that were scored are stored: the runner settles each example's replies once
+it knows its outcome, so a reply that failed or could not be scored is asked again next
+time rather than replayed.
 """
 
 from __future__ import annotations
@@ -55,11 +59,16 @@ class ResponseCache:
 
     def get(self, key: str) -> Completion | None:
         row = self._db.execute("SELECT completion FROM responses WHERE key = ?", (key,)).fetchone()
-        if row is None:
+        data = json.loads(row[0]) if row is not None else None
+        if data is not None and not data.get("finish_reason") and not data.get("text") and not data.get("tool_calls"):
+            # An empty reply with no finish reason is what a fault (a 200 with no choices)
+            # left in caches written before faults were told apart: ask again.
+            self._db.execute("DELETE FROM responses WHERE key = ?", (key,))
+            data = None
+        if data is None:
             self.misses += 1
             return None
         self.hits += 1
-        data = json.loads(row[0])
         data["tool_calls"] = tuple(data.get("tool_calls") or ())
         return Completion(**{**data, "latency_s": 0.0, "attempts": 0, "cached": True})
 
@@ -82,12 +91,14 @@ class ResponseCache:
 
 
 class CachedBackend:
-    """Wraps a backend: answers repeated requests from the cache, stores new successes."""
+    """Wraps a backend: answers repeated requests from the cache. New replies wait in memory
+    until the runner settles their example: stored if it was scored, dropped otherwise."""
 
     def __init__(self, inner: Backend, cache: ResponseCache) -> None:
         self.inner = inner
         self.cache = cache
         self.spec = inner.spec
+        self.pending: dict[str, Completion] = {}
 
     async def preflight(self) -> None:
         await self.inner.preflight()
@@ -96,10 +107,17 @@ class CachedBackend:
         key = request_key(self.spec, messages, tools)
         cached = self.cache.get(key)
         if cached is not None:
-            return cached
-        completion = await self.inner.complete(messages, tools)
-        self.cache.put(key, self.spec.name, replace(completion, cached=False))
+            return replace(cached, cache_key=key)
+        completion = replace(await self.inner.complete(messages, tools), cache_key=key)
+        self.pending[key] = completion
         return completion
+
+    def settle(self, completions: list[Completion], scored: bool) -> None:
+        """Store the new replies of one example when it was scored; forget them otherwise."""
+        for completion in completions:
+            fresh = self.pending.pop(completion.cache_key, None) if completion.cache_key else None
+            if fresh is not None and scored:
+                self.cache.put(completion.cache_key, self.spec.name, replace(fresh, cached=False))
 
     async def aclose(self) -> None:
         await self.inner.aclose()

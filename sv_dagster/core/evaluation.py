@@ -20,7 +20,8 @@ from sv_dagster.core.backends import Backend
 from sv_dagster.core.cache import CachedBackend, ResponseCache
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.pricing import PriceTable, load_price_table
-from sv_dagster.core.provenance import file_sha256, package_versions, redact
+from sv_dagster.core.provenance import file_sha256, package_versions
+from sv_dagster.core.redaction import redact, redact_text
 from sv_dagster.core.registry import LOCAL_BACKENDS, ModelSpec
 from sv_dagster.core.paths import safe_path_part
 from sv_dagster.core.runner import RESUMABLE_ERRORS, SUMMARY_DROP, read_results, run_eval, score_row, withhold_unsafe
@@ -41,7 +42,7 @@ def eval_dir(outputs_root: Path, env: EnvSpec, model_name: str, run_id: str) -> 
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    path.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    path.write_text(redact_text(json.dumps(data, indent=2, sort_keys=True, default=str)) + "\n", encoding="utf-8")
 
 
 def evaluate(
@@ -218,7 +219,7 @@ def rescore(
                 elif row.get("error_kind") not in RESUMABLE_ERRORS and row.get("completion") is not None:
                     await score_row(row, task, row["completion"], parse, model["model"])
                     await withhold_unsafe(task, row)
-                out.write(json.dumps(row, default=str) + "\n")
+                out.write(redact_text(json.dumps(row, default=str)) + "\n")
 
     asyncio.run(score_all())
     summary = env.summarize(read_results(results_path, drop=SUMMARY_DROP), settings)

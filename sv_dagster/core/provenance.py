@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import re
 import subprocess
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
@@ -18,19 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from sv_dagster.core.paths import PROJECT_ROOT
+from sv_dagster.core.redaction import redact
 
 # Packages whose versions go into every record.
 CORE_PACKAGES: tuple[str, ...] = ("sv-dagster", "dagster", "verifiers", "sv-shared")
 
-# Names that end like a secret ("OPENAI_API_KEY", "HF_TOKEN", "Authorization"), but not
-# counters such as "max_tokens".
-_SECRET_NAME = re.compile(
-    r"(api[_-]?key|secret[_-]?key|access[_-]?key|private[_-]?key|token|secret|password|passwd|authorization|credentials?)$",
-    re.I,
-)
-# Key names that hold the *name* of a secret's env var, which is not itself secret.
-_SECRET_NAME_OK = re.compile(r"(_env|_var|_env_var|_name)$", re.I)
-REDACTED = "<redacted>"
 
 
 @lru_cache(maxsize=4)
@@ -91,35 +81,6 @@ def content_hash(paths: Iterable[Path]) -> str:
     for name, file in sorted(entries):
         digest.update(name.encode() + b"\0" + file_sha256(file).encode() + b"\n")
     return digest.hexdigest()
-
-
-def secret_values(environ: Mapping[str, str] | None = None) -> set[str]:
-    """Values of environment variables whose names look like secrets."""
-    environ = os.environ if environ is None else environ
-    return {
-        value
-        for name, value in environ.items()
-        if _SECRET_NAME.search(name) and not _SECRET_NAME_OK.search(name) and len(value) >= 8
-    }
-
-
-def redact(obj: Any, secrets: set[str] | None = None) -> Any:
-    """A copy of `obj` with secret-named keys and known secret values replaced."""
-    secrets = secret_values() if secrets is None else secrets
-    if isinstance(obj, Mapping):
-        return {
-            key: REDACTED
-            if isinstance(key, str) and _SECRET_NAME.search(key) and not _SECRET_NAME_OK.search(key)
-            else redact(value, secrets)
-            for key, value in obj.items()
-        }
-    if isinstance(obj, (list, tuple)):
-        return [redact(value, secrets) for value in obj]
-    if isinstance(obj, str):
-        for secret in secrets:
-            obj = obj.replace(secret, REDACTED)
-        return obj
-    return obj
 
 
 def build_provenance(

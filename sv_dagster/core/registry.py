@@ -64,6 +64,9 @@ class ModelSpec:
     max_concurrency: int = 4
     requests_per_minute: int | None = None
     """Provider rate limit to stay under (None: no cap beyond the adaptive concurrency)."""
+    max_reply_bytes: int = 262144
+    """A reply with more text than this is an endpoint fault (a runaway or garbled body),
+    recorded as a model error and never scored."""
     sampling: Sampling = field(default_factory=Sampling)
     description: str = ""
     checkpoint_asset: str | None = None
@@ -98,6 +101,7 @@ class ModelSpec:
             "base_url": self.base_url,
             "api_key_env": self.api_key_env,
             "sampling": self.sampling.as_dict(),
+            "max_reply_bytes": self.max_reply_bytes,
             **({"checkpoint_asset": self.checkpoint_asset} if self.checkpoint_asset else {}),
         }
 
@@ -114,6 +118,12 @@ def expand_env(value: Any) -> Any:
     if not isinstance(value, str):
         return value
     return _ENV_REF.sub(lambda m: os.environ.get(m.group(1)) or (m.group(2) or ""), value)
+
+
+def _positive_int(value: Any, field_name: str, name: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise RegistryError(f"{where}: model {name!r}: {field_name} must be a positive integer, got {value!r}")
+    return value
 
 
 def _spec(name: str, raw: Any, where: str) -> ModelSpec:
@@ -147,6 +157,7 @@ def _spec(name: str, raw: Any, where: str) -> ModelSpec:
         envs=tuple(envs),
         max_concurrency=int(raw.get("max_concurrency", 4)),
         requests_per_minute=int(raw["requests_per_minute"]) if raw.get("requests_per_minute") else None,
+        max_reply_bytes=_positive_int(raw.get("max_reply_bytes", ModelSpec.max_reply_bytes), "max_reply_bytes", name, where),
         sampling=sampling,
         description=str(raw.get("description", "")),
         checkpoint_asset=raw.get("checkpoint_asset"),

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sv_dagster.core.runner import read_results
+from sv_dagster.core.redaction import write_redacted
 
 
 @dataclass(frozen=True)
@@ -305,9 +306,9 @@ def monthly_report(
     else:
         md += ["No tournament ran this month.", ""]
     files["markdown"] = out_dir / "report.md"
-    files["markdown"].write_text("\n".join(md), encoding="utf-8")
+    write_redacted(files["markdown"], "\n".join(md))
     files["html"] = out_dir / "report.html"
-    files["html"].write_text(_html(month, md), encoding="utf-8")
+    write_redacted(files["html"], _html(month, md))
     return files
 
 

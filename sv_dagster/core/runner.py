@@ -3,6 +3,7 @@ rewards, append one JSON line per example as it finishes.
 
 A failed model call or a scoring error is recorded on its example (reward `null`, error
 text) and the run goes on; such examples are unscored, never counted as wrong answers.
+Every row passes the one redaction step (`core.redaction`) on its way to disk.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from sv_dagster.core.redaction import redact_text
 from sv_dagster.core.triage import is_refusal
 
 if TYPE_CHECKING:  # verifiers and openai take seconds to import; readers of results.jsonl need neither
@@ -70,8 +72,9 @@ class _ResultsWriter:
         self.lock = asyncio.Lock()
 
     async def write(self, row: dict[str, Any]) -> None:
+        line = redact_text(json.dumps(row, default=str))
         async with self.lock:
-            self.handle.write(json.dumps(row, default=str) + "\n")
+            self.handle.write(line + "\n")
             self.handle.flush()
 
 
@@ -90,6 +93,13 @@ def _add_usage(total: dict[str, int] | None, usage: dict[str, int] | None) -> di
     for name, value in usage.items():
         total[name] = total.get(name, 0) + (value or 0)
     return total
+
+
+def _settle(backend: Backend, replies: list[Any], outcome: str) -> None:
+    """Tell a caching backend which replies were scored (only those are stored)."""
+    settle = getattr(backend, "settle", None)
+    if settle is not None:
+        settle(replies, outcome == "scored")
 
 
 async def _run_one(
@@ -137,6 +147,7 @@ async def _run_one(
     latency = 0.0
     attempts = 0
     all_cached = True
+    replies: list[Any] = []
     while True:
         # Tools are offered while budget is left; then the model must answer.
         offer = schemas if toolbox is not None and len(toolbox.calls) < budget else None
@@ -146,8 +157,10 @@ async def _run_one(
             row.update(error=str(exc), error_kind="model", attempts=attempts + exc.attempts)
             if turns:
                 row["turns"] = turns
+            _settle(backend, replies, "model_error")
             await writer.write(row)
             return "model_error"
+        replies.append(completion)
         usage = _add_usage(usage, completion.usage)
         costs.append(0.0 if completion.cached else price(completion.usage))  # a cache hit costs nothing
         latency += completion.latency_s
@@ -173,6 +186,7 @@ async def _run_one(
     if toolbox is not None:
         row.update(turns=turns, tool_calls=toolbox.calls)
     outcome = await score_row(row, task, completion.text, parse, backend.spec.model)
+    _settle(backend, replies, outcome)
     await writer.write(row)
     return outcome
 
@@ -218,6 +232,7 @@ async def _run_dialogue(
             raise CounterpartFailed(str(exc)) from exc
 
     outcome, completion = "", ""
+    replies: list[Any] = []
     for turn in range(1, max(1, int(task.max_turns)) + 1):
         try:
             reply = await backend.complete(conversation)
@@ -225,6 +240,7 @@ async def _run_dialogue(
             row.update(error=f"model failed at turn {turn}: {exc}", error_kind="model", attempts=attempts + exc.attempts)
             outcome = "model_error"
             break
+        replies.append(reply)
         usage = _add_usage(usage, reply.usage)
         costs.append(0.0 if reply.cached else price(reply.usage))
         latency += reply.latency_s
@@ -256,6 +272,7 @@ async def _run_dialogue(
     )
     if not outcome:
         outcome = await score_row(row, task, completion, parse, backend.spec.model)
+    _settle(backend, replies, outcome)
     if observe is not None:
         observe(copy.deepcopy(row))
     await withhold_unsafe(task, row)
@@ -287,17 +304,17 @@ async def score_row(
 ) -> str:
     """Fill `row`'s parsed answer, rewards and total for `completion`; a scoring failure is
     recorded on the row (the completion we paid for is kept). Returns the outcome."""
-    if parse is not None:
-        parsed = parse(completion)
-        row["parsed"] = parsed.to_dict() if hasattr(parsed, "to_dict") else parsed
-    # Refusals are their own column, not just a wrong answer (they are scored all the same).
-    row["refusal"] = is_refusal(completion, row.get("parsed"))
     try:
+        if parse is not None:
+            parsed = parse(completion)
+            row["parsed"] = parsed.to_dict() if hasattr(parsed, "to_dict") else parsed
+        # Refusals are their own column, not just a wrong answer (they are scored all the same).
+        row["refusal"] = is_refusal(completion, row.get("parsed"))
         scores, weights, total = await score_completion(task, completion, model, row.get("turns"))
     except Exception as exc:  # a verifier bug must not lose the example
         row.update(
             rewards=None, reward_weights=None, reward=None,
-            error=f"scoring failed: {type(exc).__name__}: {exc}", error_kind="scoring",
+            error=f"scoring failed: {type(exc).__name__}: {str(exc)[:500]}", error_kind="scoring",
         )
         return "scoring_error"
     row.update(rewards=scores, reward_weights=weights, reward=_finite(total), error=None, error_kind=None)

@@ -2,13 +2,15 @@
 
 Standard library only. Serves GET /v1/models and POST /v1/chat/completions (plain and
 streaming SSE) in the OpenAI wire shape, with injectable failures (HTTP status, optional
-Retry-After) and an optional required API key.
+Retry-After), random faults of the kinds in `FAULTS`, and an optional required API key.
 """
 
 from __future__ import annotations
 
 import json
 import random
+import socket
+import struct
 import threading
 import time
 import uuid
@@ -17,6 +19,12 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 DEFAULT_REPLY = '{"label": "Benign", "confidence": 0.5, "rationale": "loopback default"}'
+
+FAULTS = ("429", "500", "503", "hang", "reset", "garbage", "empty_choices", "huge")
+"""Every fault kind: 429 with Retry-After, 500, 503, a hang past the client's timeout, a
+connection reset, a 200 whose body is not JSON, a 200 with an empty `choices` list, and a
+200 carrying `huge_bytes` of text. `huge_unsized` is the last one sent without a
+Content-Length (read until the connection closes)."""
 
 
 def _tokens(text: str) -> int:
@@ -34,17 +42,29 @@ class LoopbackOpenAIServer:
         chaos: float = 0.0,
         chaos_seed: int = 0,
         hang_s: float = 2.0,
+        faults: Sequence[str] = ("429", "500", "hang", "garbage"),
+        huge_bytes: int = 5 * 1024 * 1024,
+        reject_chat_echoing_key: bool = False,
     ) -> None:
         self.reply = reply or (lambda request: DEFAULT_REPLY)
         self.model_ids = list(model_ids)
         self.require_api_key = require_api_key
         self.delay_s = delay_s
-        # Fault injection: this fraction of chat requests get a 429, a 500, a hang of
-        # `hang_s` (longer than the client's timeout) or a 200 with a garbage body.
+        # Fault injection: this fraction of chat requests get one of `faults` (see FAULTS),
+        # drawn evenly; a hang lasts `hang_s` (longer than the client's timeout).
         self.chaos = chaos
         self._chaos_rng = random.Random(chaos_seed)
         self.hang_s = hang_s
+        unknown = set(faults) - {*FAULTS, "huge_unsized"}
+        assert not unknown, f"unknown fault kinds {unknown}"
+        self.faults = list(faults)
+        self.huge_bytes = huge_bytes
+        # A provider whose 401 body echoes the key it was sent, as OpenAI's does; the
+        # model list still answers, so the run gets past preflight.
+        self.reject_chat_echoing_key = reject_chat_echoing_key
         self.injected: list[str] = []
+        self.fault_log: list[tuple[str | None, dict]] = []
+        """(fault kind or None, request) for every chat request, in arrival order."""
         self.in_flight = 0
         self.peak_in_flight = 0
         self.requests: list[dict] = []
@@ -137,6 +157,9 @@ class LoopbackOpenAIServer:
                     return self._error(404, f"no route {self.path}")
                 if not self._authorized():
                     return
+                if server.reject_chat_echoing_key:
+                    sent = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                    return self._error(401, f"Incorrect API key provided: {sent}. You can find your API key at the dashboard.")
                 try:
                     request = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
@@ -154,13 +177,24 @@ class LoopbackOpenAIServer:
             def _answer(self, request: dict) -> None:
                 with server._lock:
                     roll = server._chaos_rng.random() < server.chaos
-                    kind = server._chaos_rng.choice(["429", "500", "hang", "garbage"]) if roll else None
+                    kind = server._chaos_rng.choice(server.faults) if roll else None
                     if kind:
                         server.injected.append(kind)
+                    server.fault_log.append((kind, request))
                 if kind == "429":
                     return self._error(429, "injected rate limit", {"Retry-After": "0"})
-                if kind == "500":
-                    return self._error(500, "injected server error")
+                if kind in ("500", "503"):
+                    return self._error(int(kind), f"injected server error {kind}")
+                if kind == "reset":  # SO_LINGER 0: close() sends a TCP RST instead of a FIN
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.connection.close()
+                    self.close_connection = True
+                    return
+                if kind == "empty_choices":
+                    return self._send_json(200, {"id": "chatcmpl-empty", "object": "chat.completion", "created": 0,
+                                                 "model": request.get("model"), "choices": []})
+                if kind in ("huge", "huge_unsized"):
+                    return self._huge(request, sized=kind == "huge")
                 if kind == "hang":  # the client has given up by now; just drop the connection
                     time.sleep(server.hang_s)
                     self.close_connection = True
@@ -217,6 +251,25 @@ class LoopbackOpenAIServer:
                         "usage": usage,
                     },
                 )
+
+            def _huge(self, request: dict, sized: bool) -> None:
+                text = "A" * server.huge_bytes
+                body = json.dumps({"id": "chatcmpl-huge", "object": "chat.completion", "created": 0,
+                                   "model": request.get("model"),
+                                   "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                                "finish_reason": "stop"}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                if sized:
+                    self.send_header("Content-Length", str(len(body)))
+                else:
+                    self.send_header("Connection", "close")
+                    self.close_connection = True
+                self.end_headers()
+                try:
+                    self.wfile.write(body)
+                except OSError:  # the client stopped reading, as it should
+                    self.close_connection = True
 
             def _stream(self, ident: str, created: int, model: str, text: str, usage: dict, request: dict) -> None:
                 self.send_response(200)

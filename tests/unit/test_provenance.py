@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sv_dagster.core.provenance import (
-    REDACTED,
-    build_provenance,
-    config_hash,
-    content_hash,
-    git_state,
-    redact,
-    secret_values,
-)
+from sv_dagster.core.provenance import build_provenance, config_hash, content_hash, git_state
+from sv_dagster.core.redaction import REDACTED, redact, secret_values
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:
