@@ -5,6 +5,10 @@
     sv-dagster eval e1 --models heuristic gpt-5-mini [--n 32] [--seed 42] [--include-tools false]
     sv-dagster eval e5 --models gpt-5-mini --target llama-3.1-8b [--n 20]
                                       evaluate registry models (one Dagster run, in the UI)
+    sv-dagster resume RUN_ID          continue a killed or failed eval run in its own results
+                                      folder: finished examples are kept, the rest are asked
+    sv-dagster runs reap              mark runs whose process is gone failed and free their pool
+                                      slots (every command does this first)
     sv-dagster baseline record EVAL_DIR
                                       make an eval folder its (env, model)'s regression baseline
     sv-dagster check                  regression gate over the latest evals; exit 1 on a regression
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from sv_dagster.core.paths import PROJECT_ROOT
+from sv_dagster.runs import owner_tags
 
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
@@ -139,7 +144,7 @@ def run_demo(job_name: str) -> int:
 
     started = time.perf_counter()
     job = build_definitions().resolve_job_def(job_name)
-    result = job.execute_in_process(instance=dg.DagsterInstance.get(), run_config=QUIET, raise_on_error=False)
+    result = job.execute_in_process(instance=_instance(), run_config=QUIET, raise_on_error=False, tags=owner_tags())
     code = _report(result, job_name, started)
     if job_name == "demo" and code == 0:  # the synthetic batches are daily partitions: a run of their own
         from sv_dagster.jobs.synthetic import run_synthetic_demo
@@ -201,7 +206,7 @@ def run_training_demo(env_short: str) -> int:
 
     started = time.perf_counter()
     result = build_definitions().resolve_job_def(f"rlft_{env_short}").execute_in_process(
-        instance=dg.DagsterInstance.get(), run_config=QUIET, raise_on_error=False)
+        instance=_instance(), run_config=QUIET, raise_on_error=False, tags=owner_tags())
     if not result.success:
         return _report(result, f"rlft_{env_short}", started)
     print(training_text(result, env_short))
@@ -223,7 +228,7 @@ def run_signoff(env_short: str, reviewer: str, verdict: str, note: str) -> int:
     if verdict != "approve":  # a rejection is recorded; there is nothing to promote
         job = job.get_subset(asset_selection={signoff})
     run_config = {**QUIET, "ops": {f"safety_signoff__{env_short}": {"config": {"reviewer": reviewer, "verdict": verdict, "note": note}}}}
-    result = job.execute_in_process(instance=dg.DagsterInstance.get(), run_config=run_config, raise_on_error=False)
+    result = job.execute_in_process(instance=_instance(), run_config=run_config, raise_on_error=False, tags=owner_tags())
     if not result.success:
         return _report(result, f"promote_{env_short}", started)
     for event in result.get_asset_materialization_events():
@@ -254,7 +259,7 @@ def run_eval_command(
     if unknown:
         print(f"unknown model(s) {unknown}; the registry has {sorted(registry)}", file=sys.stderr)
         return 2
-    instance = dg.DagsterInstance.get()
+    instance = _instance()
     keys = {eval_asset_key(env, registry[name]) for name in models}
     selection = dg.AssetSelection.assets(*keys)
     if instance.get_latest_materialization_event(dg.AssetKey(["dataset", env.short])) is None:
@@ -268,8 +273,62 @@ def run_eval_command(
     job = defs.resolve_implicit_global_asset_job_def()
     subset = job.get_subset(asset_selection=selection.resolve(defs.resolve_asset_graph()))
     result = subset.execute_in_process(instance=instance, run_config=run_config, raise_on_error=False,
-                                       tags={"sv/env": env.short, "sv/trigger": "eval-command"})
+                                       tags={"sv/env": env.short, "sv/trigger": "eval-command", **owner_tags()})
     return _report(result, f"eval {env_short} ({', '.join(models)})", started)
+
+
+def run_resume(run_id: str) -> int:
+    """`sv-dagster resume RUN_ID`: the killed run's eval assets again, each continuing the
+    killed run's results folder (`resume_run_id`), as one new run."""
+    import dagster as dg
+
+    from sv_dagster.definitions import build_definitions
+    from sv_dagster.runs import RunCommandError, plan_resume
+
+    started = time.perf_counter()
+    instance = _instance()
+    defs = build_definitions()
+    try:
+        plan = plan_resume(instance, run_id, defs.resolve_asset_graph().get_all_asset_keys())
+    except RunCommandError as exc:
+        print(f"sv-dagster resume: {exc}", file=sys.stderr)
+        return 2
+    selection = dg.AssetSelection.assets(*plan.eval_keys)
+    datasets = {dg.AssetKey(["dataset", key.path[1]]) for key in plan.eval_keys}
+    if any(instance.get_latest_materialization_event(key) is None for key in datasets):
+        selection = selection.upstream()  # killed before its dataset was built
+    job = defs.resolve_implicit_global_asset_job_def()
+    subset = job.get_subset(asset_selection=selection.resolve(defs.resolve_asset_graph()))
+    run_config = {**plan.run_config, "loggers": QUIET["loggers"]}
+    result = subset.execute_in_process(instance=instance, run_config=run_config, raise_on_error=False,
+                                       tags={**plan.tags, **owner_tags()})
+    return _report(result, f"resume of run {run_id}", started)
+
+
+def run_reap() -> int:
+    from sv_dagster.runs import reap_dead_runs
+
+    instance = _instance(reap=False)
+    reaped = reap_dead_runs(instance)
+    for run in reaped:
+        print(f"marked failed: run {run.run_id} ({run.job_name}); its process ({run.owner}) is gone")
+    print(f"{len(reaped)} dead run(s) reaped on {instance.root_directory}")
+    return 0
+
+
+def _instance(reap: bool = True):
+    """The project's instance, after reaping runs whose process died (so a killed run's pool
+    slot never blocks this command)."""
+    import dagster as dg
+
+    from sv_dagster.runs import reap_dead_runs
+
+    instance = dg.DagsterInstance.get()
+    if reap:
+        for run in reap_dead_runs(instance):
+            print(f"run {run.run_id} ({run.job_name}) was left running by a process that is gone ({run.owner}): "
+                  f"marked failed; `sv-dagster resume {run.run_id}` continues it", file=sys.stderr)
+    return instance
 
 
 def run_rescore(source: Path, reward_config: Path | None) -> int:
@@ -342,6 +401,10 @@ def main(argv: list[str] | None = None) -> int:
                        help="E5: the registry model the attacker talks to (default: the rule-based defender)")
     evals.add_argument("--include-tools", choices=["true", "false"], default="true",
                        help="offer the environment's tools to the model (E2); false = answer from the prompt alone")
+    resume = commands.add_parser("resume", help="continue a killed or failed eval run in its own results folder")
+    resume.add_argument("run_id")
+    runs = commands.add_parser("runs", help="run housekeeping")
+    runs.add_argument("action", choices=["reap"], help="reap: mark runs whose process is gone failed, free their pool slots")
     again = commands.add_parser("rescore", help="re-score stored completions with the current verifier")
     again.add_argument("eval_dir", type=Path)
     again.add_argument("--reward-config", type=Path, default=None)
@@ -367,6 +430,10 @@ def main(argv: list[str] | None = None) -> int:
     signoff.add_argument("--verdict", required=True, choices=["approve", "reject"])
     signoff.add_argument("--note", default="")
     args = parser.parse_args(argv)
+    if args.command == "resume":
+        return run_resume(args.run_id)
+    if args.command == "runs":
+        return run_reap()
     if args.command == "signoff":
         return run_signoff(args.env, args.reviewer, args.verdict, args.note)
     if args.command == "check":

@@ -19,6 +19,7 @@ from sv_dagster.assets.synthetic import SYNTHETIC_PARTITIONS, build_spot_check, 
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.synthetic.events import CHECK_NAME, latest_batch, observe_decision, record_version, synthetic_key
 from sv_dagster.core.synthetic.review import Decision, ReviewError, ReviewStatus, decisions_path, record_decision, review_status
+from sv_dagster.runs import owner_tags
 
 SYNTHETIC_JOB = "synthetic_daily"
 
@@ -55,7 +56,7 @@ def run_synthetic_demo(instance: dg.DagsterInstance, partition: str | None = Non
     partition = partition or SYNTHETIC_PARTITIONS.get_last_partition_key()
     job = build_definitions().resolve_job_def(SYNTHETIC_JOB)
     result = job.execute_in_process(instance=instance, partition_key=partition, run_config=run_config or {},
-                                    raise_on_error=False)
+                                    raise_on_error=False, tags=owner_tags())
     if not result.success:
         failures = [e.step_failure_data.error.message.strip() for e in result.all_events if e.is_step_failure]
         return False, f"synthetic_daily {partition}: FAILED\n" + "\n".join(f"  {m[:300]}" for m in failures)
@@ -89,7 +90,7 @@ def record_review(instance: dg.DagsterInstance, env: str, partition: str, *, rev
     defs = dg.Definitions(assets=[dg.AssetSpec(key, partitions_def=SYNTHETIC_PARTITIONS)],
                           asset_checks=[build_spot_check(ENVS[env])], jobs=[job])
     result = defs.resolve_job_def(job.name).execute_in_process(
-        instance=instance, tags={"dagster/partition": partition, "sv/review": decision.id},
+        instance=instance, tags={"dagster/partition": partition, "sv/review": decision.id, **owner_tags()},
         run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
     )
     [evaluation] = result.get_asset_check_evaluations()
