@@ -8,6 +8,11 @@ so each run records its owner process (host, pid, start time) in its tags, and
 `reap_dead_runs` does what run monitoring does for runs whose owner is gone: it marks them
 failed and frees their pool slots. Every CLI command reaps first, so a crash never blocks
 the next command.
+
+Owner tags are copied onto runs the CLI did not execute: a re-execution from the UI (and the
+daemon's automatic retries) inherits its parent's tags, and the launchpad copies a run's tags.
+Those runs are launched through the workspace (they carry a remote job origin, or a parent
+run id), their worker is not the named process, and the reaper never touches them.
 """
 
 from __future__ import annotations
@@ -22,7 +27,9 @@ import dagster as dg
 
 OWNER_HOST, OWNER_PID, OWNER_START = "sv/owner_host", "sv/owner_pid", "sv/owner_start"
 RESUMES_TAG = "sv/resumes"
-UNFINISHED = [dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED, dg.DagsterRunStatus.CANCELING]
+# NOT_STARTED too: a CLI process can die between creating its run and starting it.
+UNFINISHED = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
+              dg.DagsterRunStatus.CANCELING]
 FINISHED_STATUSES = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 
 
@@ -44,6 +51,12 @@ def owner_tags(pid: int | None = None) -> dict[str, str]:
     """Tags naming this process (or process `pid` of this host) as the owner of a run."""
     pid = os.getpid() if pid is None else pid
     return {OWNER_HOST: socket.gethostname(), OWNER_PID: str(pid), OWNER_START: _start_time(pid) or ""}
+
+
+def executed_by_owner(run: dg.DagsterRun) -> bool:
+    """Whether the process its owner tags name executed this run: a run of the CLI's own
+    process (execute_in_process), not one launched through the workspace with inherited tags."""
+    return OWNER_PID in run.tags and run.remote_job_origin is None and run.parent_run_id is None
 
 
 def owner_alive(tags: Mapping[str, str]) -> bool | None:
@@ -72,10 +85,15 @@ def reap_dead_runs(instance: dg.DagsterInstance) -> list[Reaped]:
     reaped = []
     for record in instance.get_run_records(filters=dg.RunsFilter(statuses=UNFINISHED)):
         run = record.dagster_run
-        if owner_alive(run.tags) is False:
-            owner = f"pid {run.tags[OWNER_PID]} on {run.tags[OWNER_HOST]}"
-            instance.report_run_failed(run, message=f"the process that ran it ({owner}) is gone; marked failed by sv-dagster's run monitor")
-            reaped.append(Reaped(run.run_id, run.job_name, owner))
+        if not executed_by_owner(run) or owner_alive(run.tags) is not False:
+            continue
+        owner = f"pid {run.tags[OWNER_PID]} on {run.tags[OWNER_HOST]}"
+        why = (f"The process that executed this run ({owner}, started at tick {run.tags.get(OWNER_START) or '?'}) "
+               f"is gone; sv-dagster's run monitor marks the run failed and frees its concurrency pool slots. "
+               f"`sv-dagster resume {run.run_id}` continues an eval run.")
+        instance.report_engine_event(why, run)
+        instance.report_run_failed(run, message=f"the process that ran it ({owner}) is gone; marked failed by sv-dagster's run monitor")
+        reaped.append(Reaped(run.run_id, run.job_name, owner))
     storage = instance.event_log_storage
     if storage.supports_global_concurrency_limits:
         for run_id in storage.get_concurrency_run_ids():

@@ -118,6 +118,23 @@ def test_the_reaper_leaves_a_live_owner_alone_and_reaps_it_once_gone(isolated: P
     assert reap_dead_runs(instance) == []  # once
 
 
+def test_the_reaper_takes_only_runs_the_named_process_executed(isolated: Path):
+    owner = subprocess.Popen([sys.executable, "-c", "pass"])
+    owner.wait()
+    tags = owner_tags(owner.pid)  # a dead owner's tags, as a re-execution from the UI inherits them
+    instance = dg.DagsterInstance.get()
+    parent = instance.create_run_for_job(noop_job, status=dg.DagsterRunStatus.FAILURE, tags=tags)
+    launched = instance.create_run_for_job(noop_job, status=dg.DagsterRunStatus.STARTED, tags=tags,
+                                           parent_run_id=parent.run_id, root_run_id=parent.run_id)
+    never_started = instance.create_run_for_job(noop_job, status=dg.DagsterRunStatus.NOT_STARTED, tags=tags)
+
+    assert [r.run_id for r in reap_dead_runs(instance)] == [never_started.run_id]
+    assert instance.get_run_by_id(launched.run_id).status == dg.DagsterRunStatus.STARTED
+    assert instance.get_run_by_id(never_started.run_id).status == dg.DagsterRunStatus.FAILURE
+    events = instance.all_logs(never_started.run_id, of_type=dg.DagsterEventType.ENGINE_EVENT)
+    assert any(f"sv-dagster resume {never_started.run_id}" in (e.message or "") for e in events)
+
+
 def test_a_run_of_another_host_or_without_owner_is_never_reaped():
     assert owner_alive({}) is None
     assert owner_alive({"sv/owner_host": "elsewhere.example", OWNER_PID: "1"}) is None
