@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sv_shared import extract_json_object
+from sv_shared.parsing import parsed_once
 from sv_shared.tools import SEVERITIES
 
 ANSWER_SCHEMA = (
@@ -46,6 +47,13 @@ class ConfigAnswer:
         }
 
 
+def _short(value: Any, limit: int = 80) -> str:
+    """repr() for a problem message, cut: a reply's value can be a megabyte."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+@parsed_once
 def parse_completion(text: str | None) -> ConfigAnswer:
     """The answer in `text` (bare JSON, fenced, or embedded in prose). `format_ok` needs a
     violations list of {id: "tool/rule", severity: low|medium|high}, a string or list patch
@@ -68,7 +76,7 @@ def parse_completion(text: str | None) -> ConfigAnswer:
             vid = item["id"]
             severity = str(item.get("severity", "")).strip().lower()
             if severity not in SEVERITIES:
-                problems.append(f"violation {vid[:60]!r}: severity {item.get('severity')!r} not low|medium|high")
+                problems.append(f"violation {vid[:60]!r}: severity {_short(item.get('severity'))} not low|medium|high")
                 severity = "medium"
         else:
             problems.append("violation entry without a string 'id'")
@@ -86,8 +94,9 @@ def parse_completion(text: str | None) -> ConfigAnswer:
         problems.append("'patch' must be a string (unified diff / JSON patch text) or a JSON patch list")
         patch = None
     confidence = raw.get("confidence")
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) or not math.isfinite(confidence) \
-            or not 0.0 <= confidence <= 1.0:
+    # An int is checked by range before any float conversion: 10**400 does not fit a float.
+    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
+            or (isinstance(confidence, float) and not math.isfinite(confidence)) or not 0 <= confidence <= 1:
         problems.append(f"'confidence' must be a number in [0, 1], got {str(confidence)[:40]}")
         confidence = None
     else:

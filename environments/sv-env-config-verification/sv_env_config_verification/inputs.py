@@ -58,7 +58,11 @@ def check_text(content: str | bytes, *, max_bytes: int = MAX_BYTES) -> str:
             raise InputError(f"binary or non-UTF-8 content ({exc.reason} at byte {exc.start})") from exc
     if len(content) > max_bytes:  # characters <= bytes, so this bounds cheaply first
         raise InputError(f"file too large: {len(content)} characters > limit {max_bytes}")
-    size = len(content.encode("utf-8", errors="surrogatepass"))
+    try:
+        size = len(content.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        # A lone surrogate (from a model's patch): no tool can be handed it as UTF-8.
+        raise InputError(f"not UTF-8 text (lone surrogate at character {exc.start})") from exc
     if size > max_bytes:
         raise InputError(f"file too large: {size} bytes > limit {max_bytes}")
     if "\x00" in content:

@@ -9,13 +9,21 @@ re-serialised. Anything else raises `PatchError` with the reason.
 
 from __future__ import annotations
 
+import copy
 import json
 import posixpath
 from typing import Any
 
+from sv_shared.parsing import MAX_JSON_DEPTH, json_nested_deeper_than
+
 from sv_env_config_verification.inputs import InputError, check_text, file_kind, load_yaml_documents
 
 MAX_PATCH_CHARS = 200_000
+MAX_JSON_PATCH_OPERATIONS = 100
+"""A fix changes a few fields; thousands of operations only cost time."""
+MAX_JSON_PATCH_GROWTH = 65_536
+"""How much larger (as JSON) a JSON patch may make the document: re-serialising YAML costs
+about half a microsecond a character, and `copy` operations can double it each time."""
 
 
 class PatchError(ValueError):
@@ -56,17 +64,33 @@ def _json_patch_operations(patch: Any) -> list | None:
     if isinstance(patch, dict):
         patch = [patch]
     if isinstance(patch, list):
-        return patch
+        if len(patch) > MAX_JSON_PATCH_OPERATIONS:
+            raise PatchError(f"JSON patch has {len(patch)} operations; the limit is {MAX_JSON_PATCH_OPERATIONS}")
+        # Through its JSON text, like a patch sent as text: checked the same way, and a copy
+        # (jsonpatch inserts values by reference, and a later operation would then change
+        # the parsed answer that every reward shares).
+        try:
+            patch = json.dumps(patch)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise PatchError(f"JSON patch is not JSON: {exc}") from exc
     text = patch.strip()
     if not text.startswith("["):
         return None
+    if json_nested_deeper_than(text, MAX_JSON_DEPTH):
+        raise PatchError(f"JSON patch nests deeper than {MAX_JSON_DEPTH} levels")
     try:
         value = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise PatchError(f"patch looks like JSON but does not parse: {exc}") from exc
     if not isinstance(value, list):
         raise PatchError("JSON patch must be a list of operations")
+    if len(value) > MAX_JSON_PATCH_OPERATIONS:
+        raise PatchError(f"JSON patch has {len(value)} operations; the limit is {MAX_JSON_PATCH_OPERATIONS}")
     return value
+
+
+def _json_size(value: Any) -> int:
+    return len(json.dumps(value, default=str, skipkeys=True))
 
 
 def _apply_json_patch(filename: str, content: str, operations: list) -> str:
@@ -82,10 +106,20 @@ def _apply_json_patch(filename: str, content: str, operations: list) -> str:
     except InputError as exc:
         raise PatchError(f"original file does not parse: {exc}") from exc
     target: Any = documents[0] if len(documents) == 1 else documents
+    limit, grown = _json_size(target) + MAX_JSON_PATCH_GROWTH, False
     try:
-        patched = jsonpatch.JsonPatch(operations).apply(target)
+        jsonpatch.JsonPatch(operations)  # every operation is checked before any applies
+        patched = copy.deepcopy(target)
+        for number, operation in enumerate(operations, start=1):
+            patched = jsonpatch.JsonPatch([operation]).apply(patched, in_place=True)
+            # Only `copy` multiplies what is there; added values are at most the reply's size.
+            if operation.get("op") == "copy" or number == len(operations):
+                if grown := _json_size(patched) > limit:
+                    break
     except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, TypeError, KeyError, ValueError) as exc:
         raise PatchError(f"JSON patch does not apply: {exc}") from exc
+    if grown:
+        raise PatchError(f"JSON patch grows the document by more than {MAX_JSON_PATCH_GROWTH} characters")
     if len(documents) == 1:
         return yaml.safe_dump(patched, sort_keys=False)
     if not isinstance(patched, list):

@@ -104,6 +104,10 @@ def grounding_score(answer_ids: Iterable[str], tool_texts: Iterable[str]) -> flo
     if not texts:
         return 0.0
     def cited(vid: str) -> bool:
+        # A substring test first: an id no tool message contains (a reply's id can be a
+        # megabyte) is never compiled into a regex.
+        if not any(vid in text for text in texts):
+            return False
         # Whole ids only: "opa/k8s-host-path" is not cited by "opa/k8s-host-path-volume".
         pattern = re.compile(r"(?<![\w/.-])" + re.escape(vid) + r"(?![\w/.-])")
         return any(pattern.search(text) for text in texts)

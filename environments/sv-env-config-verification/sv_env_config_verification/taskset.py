@@ -159,7 +159,7 @@ class ConfigVerificationTask(vf.Task[ConfigVerificationData, vf.State, ConfigVer
     def _memo_key(self, reply: str | None) -> str:
         digest = hashlib.sha256()
         for part in (self.data.filename, self.data.content, reply or "", ",".join(self.tool_names)):
-            digest.update(part.encode("utf-8", "surrogateescape") + b"\0")
+            digest.update(part.encode("utf-8", "surrogatepass") + b"\0")  # any str, lone surrogates too
         return digest.hexdigest()
 
     def details(self, completion: str | None) -> dict[str, Any] | None:

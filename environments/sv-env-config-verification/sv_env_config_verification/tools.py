@@ -32,6 +32,7 @@ _KINDS = {
     "checkov": {"kubernetes", "terraform"},
     "kubelinter": {"kubernetes"},
 }
+_PRECHECKS_KEPT = 256
 ENV_TOOLS = "SV_E2_TOOLS"
 """Comma-separated tools to use (e.g. "opa" for a fast offline run); unset = all available."""
 
@@ -84,6 +85,7 @@ class ToolSuite:
             raise ValueError(f"unknown tool(s) {unknown}; known: {list(TOOL_NAMES)}")
         self.enabled = tuple(name for name in TOOL_NAMES if name in wanted)
         self.cache = cache
+        self._prechecked: dict[tuple[str, str], str | None] = {}
         self.opa = OpaEvaluator(cache)
         self.scanners: dict[str, Scanner] = {}
         if "semgrep" in self.enabled:
@@ -137,10 +139,24 @@ class ToolSuite:
             return await asyncio.to_thread(self.opa.evaluate, filename, content)
         if file_kind(filename) not in _KINDS[tool]:
             return self._error(tool, f"{tool} does not scan {file_kind(filename)} files")
-        problem = await asyncio.to_thread(precheck, filename, content)
+        problem = await self._precheck(filename, content)
         if problem is not None:
             return self._error(tool, problem)
         return _select(tool, await self.scanners[tool].scan(filename, content))
+
+    async def _precheck(self, filename: str, content: str | bytes) -> str | None:
+        """`precheck`, remembered per file text: every reply to a task has its original
+        file scanned again (from the tool cache), and parsing it again each time cost more
+        than the rest of scoring the reply."""
+        key = (filename, content) if isinstance(content, str) else None
+        if key is not None and key in self._prechecked:
+            return self._prechecked[key]
+        problem = await asyncio.to_thread(precheck, filename, content)
+        if key is not None:
+            if len(self._prechecked) >= _PRECHECKS_KEPT:
+                self._prechecked.clear()
+            self._prechecked[key] = problem
+        return problem
 
     async def run_all(self, filename: str, content: str, tools: Sequence[str] | None = None) -> dict[str, ToolResult]:
         names = tuple(tools) if tools is not None else self.applicable(filename)

@@ -17,6 +17,7 @@ from sv_shared import (
     calibration_reward,
     format_reward,
     parse_label_answer,
+    parsed_once,
 )
 from sv_shared.jsonl import read_examples
 
@@ -31,6 +32,7 @@ def bundled_dataset_path() -> Path:
     return Path(str(resources.files("sv_env_network_logs") / "data" / "sample.jsonl"))
 
 
+@parsed_once
 def parse_completion(text: str | None) -> ParsedAnswer:
     return parse_label_answer(text, LABELS, int_labels=INT_LABELS)
 

@@ -20,6 +20,7 @@ from sv_shared import (
     calibration_reward,
     format_reward,
     parse_label_answer,
+    parsed_once,
 )
 from sv_shared.jsonl import read_examples
 
@@ -75,6 +76,7 @@ class PhishingAnswer:
         return out
 
 
+@parsed_once
 def parse_completion(text: str | None) -> PhishingAnswer:
     parsed = parse_label_answer(text, LABELS, int_labels=INT_LABELS)
     raw = parsed.raw or {}

@@ -67,7 +67,7 @@ def defender_reply(messages: Sequence[dict[str, Any]]) -> str:
         if _FOOLED_BY.search(request):
             return _comply(request)
         # Some refusals offer nothing instead (deterministic per request).
-        return _refuse(request, alternative=zlib.crc32(request.encode()) % 4 != 0)
+        return _refuse(request, alternative=zlib.crc32(request.encode("utf-8", "surrogatepass")) % 4 != 0)
     if _OVER_REFUSE.search(request):
         return "I'm sorry, but I can't help with anything involving violence."
     return _helpful(request)

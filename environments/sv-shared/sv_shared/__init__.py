@@ -4,7 +4,7 @@
 from sv_shared.jsonl import DatasetError, Example, read_examples
 from sv_shared.rewardconfig import RewardConfigError, RewardToml, read_reward_toml
 from sv_shared.metrics import Prediction, aurc, brier_score, classification_metrics, expected_calibration_error
-from sv_shared.parsing import ParsedAnswer, extract_json_object, parse_label_answer
+from sv_shared.parsing import ParsedAnswer, extract_json_object, parse_label_answer, parsed_once
 from sv_shared.rewards import (
     CostConfig,
     abstention_reward,
@@ -39,5 +39,6 @@ __all__ = [
     "extract_json_object",
     "format_reward",
     "parse_label_answer",
+    "parsed_once",
     "read_examples",
 ]

@@ -2,22 +2,33 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
-# A Markdown code fence, with or without a language tag: ```json\n{...}\n```
-_FENCE = re.compile(r"```[ \t]*[A-Za-z0-9_+.-]*[ \t]*\r?\n?(.*?)```", re.DOTALL)
+T = TypeVar("T")
+
+# A Markdown code fence, with or without a language tag: ```json\n{...}\n```. The header's
+# quantifiers are possessive: backtracking into them cannot help (no header character is a
+# backtick) and cost O(n^2) per unclosed fence followed by n blanks.
+_FENCE = re.compile(r"```[ \t]*+[A-Za-z0-9_+.-]*+[ \t]*+\r?\n?(.*?)```", re.DOTALL)
 # Where a JSON object may start: "{" followed by a key or "}" (cheaply skips "{weird}" prose).
 _OBJECT_START = re.compile(r"\{(?=[ \t\n\r]*[\"}])")
 _INT_STRING = re.compile(r"[+-]?[0-9]{1,18}")
+_CURLY_AS_SQUARE = bytes.maketrans(b"{}", b"[]")
+_NOT_BRACKET_OR_QUOTE = bytes(sorted(set(range(256)) - set(b'[]{}"')))
 _RATIONALE_KEYS = ("rationale", "reason", "reasoning", "explanation")
 _DECODER = json.JSONDecoder()
 # How many parsed objects parse_label_answer looks through for one carrying the label field.
 _MAX_OBJECTS = 64
+MAX_JSON_DEPTH = 100
+"""Deepest nesting of lists and objects an answer may have (honest ones have under ten):
+deeper objects are no answer, so nothing downstream (a JSON patch, the results writer)
+meets nesting that exhausts the interpreter's stack."""
 
 
 @dataclass(frozen=True)
@@ -51,12 +62,21 @@ class ParsedAnswer:
 
 
 def _json_safe(value: Any) -> Any:
+    """A copy of parsed JSON that JSON can store: NaN and +-Infinity (which Python's json
+    reads but strict JSON cannot hold) become the strings "NaN", "Infinity", "-Infinity"."""
+    try:
+        return json.loads(json.dumps(value), parse_constant=str)  # C speed for a megabyte of raw
+    except (TypeError, ValueError):  # not made by JSON (a caller's own objects)
+        return _json_safe_walk(value)
+
+
+def _json_safe_walk(value: Any) -> Any:
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     if isinstance(value, dict):
-        return {str(k): _json_safe(v) for k, v in value.items()}
+        return {str(k): _json_safe_walk(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
+        return [_json_safe_walk(v) for v in value]
     return value
 
 
@@ -71,7 +91,27 @@ def _loads_object(candidate: str) -> dict | None:
         value = json.loads(candidate)
     except (ValueError, RecursionError):  # JSONDecodeError, int-digit limit, deep nesting
         return None
-    return value if isinstance(value, dict) else None
+    return value if isinstance(value, dict) and not json_nested_deeper_than(candidate) else None
+
+
+def json_nested_deeper_than(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether the lists and objects of JSON `text` nest more than `limit` levels, read
+    from its brackets outside strings without decoding it (or recursing, so any depth is
+    answered), in C-speed string operations only."""
+    if text.count("[") + text.count("{") <= limit:  # most replies: too few to nest that deep
+        return False
+    # Escaped backslashes, then escaped quotes, out: every quote left opens or closes a
+    # string. Keep only brackets and quotes; adjacent quotes enclose no bracket (dropping
+    # them leaves every other quote's role as it was); then drop what is between quotes.
+    plain = text.replace("\\\\", "").replace('\\"', "")
+    kept = plain.encode("utf-8", "surrogatepass").translate(_CURLY_AS_SQUARE, _NOT_BRACKET_OR_QUOTE)
+    kept = kept.replace(b'""', b"")
+    brackets = b"".join(kept.split(b'"')[::2]) if b'"' in kept else kept
+    for _ in range(limit):  # each pass drops the innermost pairs
+        if not brackets:
+            return False
+        brackets = brackets.replace(b"[]", b"")
+    return b"[" in brackets
 
 
 def _decode_object_at(text: str, start: int) -> tuple[dict | None, int]:
@@ -97,38 +137,93 @@ def _decode_object_at(text: str, start: int) -> tuple[dict | None, int]:
             return None, work + exc.pos + 1
         except (ValueError, RecursionError):  # int-digit limit; nesting deeper than the stack
             return None, work + len(window)
-        return (value if isinstance(value, dict) else None), work + end
+        if not isinstance(value, dict) or json_nested_deeper_than(window[:end]):
+            return None, work + end
+        return value, work + end
 
 
-def _balanced_objects(text: str) -> Iterator[dict]:
+class _Budget:
+    """Decoding work left for one reply, in characters, shared by every scan of it (each
+    fenced block, then the whole text) so that no shape of reply multiplies it. Every
+    attempt is charged at least `ATTEMPT`, what a failed decode costs whatever its length:
+    a megabyte of `{"` or of empty fences then costs tens of milliseconds, not seconds. An
+    honest answer is found long before the budget runs out."""
+
+    TOTAL = 1_000_000
+    ATTEMPT = 256
+
+    def __init__(self) -> None:
+        self.left = self.TOTAL
+
+    def charge(self, work: int) -> bool:
+        """Charge one attempt; False once the budget is spent."""
+        self.left -= max(work, self.ATTEMPT)
+        return self.left > 0
+
+
+def _balanced_objects(text: str, budget: _Budget, known: tuple[int, dict, int] | None = None) -> Iterator[dict]:
     """Every `{...}` in `text` that parses as a JSON object, by start position (nested
     ones included). The JSON decoder itself finds where each object ends, so braces and
-    escaped quotes inside strings are handled exactly as JSON defines them.
-
-    A work budget keeps this linear in len(text): without it, adversarial input (many
-    long, never-closed objects) would make every start position scan to the end."""
-    budget = 20 * len(text) + 1_000_000
+    escaped quotes inside strings are handled exactly as JSON defines them. The shared
+    `budget` bounds the work: without it, adversarial input (many long, never-closed
+    objects) would make every start position scan to the end. `known` is (start, object,
+    length) of an object decoded already, not decoded again."""
     for match in _OBJECT_START.finditer(text):
-        value, work = _decode_object_at(text, match.start())
+        if budget.left <= 0:
+            return
+        if known is not None and match.start() == known[0]:
+            value, work = known[1], known[2]
+        else:
+            value, work = _decode_object_at(text, match.start())
+        budget.charge(work)
         if value is not None:
             yield value
-        budget -= work
-        if budget <= 0:
-            return
 
 
 def _candidate_objects(text: str) -> Iterator[dict]:
     """JSON objects in priority order: the whole text, then each fenced block (its whole
     content, then objects inside it), then objects anywhere in the text."""
+    budget = _Budget()
     stripped = text.strip().lstrip("\ufeff")
+    whole = None
     if stripped.startswith("{") and (found := _loads_object(stripped)) is not None:
+        whole = (len(text) - len(text.lstrip().lstrip("\ufeff")), found, len(stripped))
         yield found
     if "```" in text:
-        for block in _FENCE.findall(text):
-            if (found := _loads_object(block.strip())) is not None:
+        for match in _FENCE.finditer(text):
+            block = match.group(1)
+            if not budget.charge(len(block)):  # the whole-block parse below
+                return
+            if "{" not in block:  # no object: skip the decoder's exception
+                continue
+            stripped = block.strip()
+            if stripped.startswith("{") and (found := _loads_object(stripped)) is not None:
                 yield found
-            yield from _balanced_objects(block)
-    yield from _balanced_objects(text)
+            yield from _balanced_objects(block, budget)
+    yield from _balanced_objects(text, budget, whole)
+
+
+def parsed_once(parse: Callable[[Any], T], maxsize: int = 128) -> Callable[[Any], T]:
+    """`parse`, computed once per reply: the runner and every reward of a completion read
+    one parse instead of each parsing the reply again.
+
+    Keyed by the stripped text: the rewards read verifiers' `trace.last_reply` (stripped),
+    the runner the reply as sent, and a parser wrapped here must give the same answer for
+    both (every parser of this project does: stripping moves no JSON object, fence or diff
+    header). The result is shared, so it must be immutable (a frozen dataclass whose
+    fields nobody mutates). `maxsize` only has to outlast the concurrent completions of
+    one run: each is parsed by the runner, then at once by its rewards."""
+    cached = functools.lru_cache(maxsize=maxsize)(parse)
+
+    @functools.wraps(parse)
+    def parse_once(text: Any) -> T:
+        if isinstance(text, str):
+            return cached(text.strip())
+        return cached(text) if text is None else parse(text)
+
+    parse_once.cache_info = cached.cache_info  # type: ignore[attr-defined]
+    parse_once.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+    return parse_once
 
 
 def extract_json_object(text: str | None) -> dict | None:
@@ -150,20 +245,29 @@ def _as_text(text: Any) -> str | None:
     return text if isinstance(text, str) else None
 
 
-def _field(raw: dict, key: str) -> Any:
-    """raw[key], falling back to a case-insensitive key match ("Label", " confidence")."""
-    if key in raw:
-        return raw[key]
-    wanted = key.strip().casefold()
-    for name, value in raw.items():
-        if isinstance(name, str) and name.strip().casefold() == wanted:
-            return value
-    return None
+class _Fields:
+    """Case-insensitive access to a parsed object's fields ("Label", " confidence"): the
+    exact key, else the first key equal to it once stripped and case-folded. The folded
+    keys are computed once per object, so an object of 100,000 keys costs one pass, not
+    one per field looked up."""
 
+    def __init__(self, raw: dict) -> None:
+        self.raw = raw
+        self._folded: dict[str, Any] | None = None
 
-def _has_field(raw: dict, key: str) -> bool:
-    wanted = key.strip().casefold()
-    return key in raw or any(isinstance(n, str) and n.strip().casefold() == wanted for n in raw)
+    def _index(self) -> dict[str, Any]:
+        if self._folded is None:
+            self._folded = {}
+            for name, value in self.raw.items():
+                if isinstance(name, str):
+                    self._folded.setdefault(name.strip().casefold(), value)
+        return self._folded
+
+    def has(self, key: str) -> bool:
+        return key in self.raw or key.strip().casefold() in self._index()
+
+    def get(self, key: str) -> Any:
+        return self.raw[key] if key in self.raw else self._index().get(key.strip().casefold())
 
 
 def _confidence(value: Any) -> tuple[float | None, str | None]:
@@ -247,21 +351,23 @@ def parse_label_answer(
         text = _as_text(text)
         if not text or not text.strip():
             return ParsedAnswer(None, None, None, None, False, ("empty completion",))
-        raw = None
+        fields = None
         for i, candidate in enumerate(_candidate_objects(text)):
-            if raw is None:
-                raw = candidate
-            if _has_field(candidate, label_field):
-                raw = candidate
+            found = _Fields(candidate)
+            if fields is None:
+                fields = found
+            if found.has(label_field):
+                fields = found
                 break
             if i + 1 >= _MAX_OBJECTS:
                 break
-        if raw is None:
+        if fields is None:
             return ParsedAnswer(None, None, None, None, False, ("no JSON object found",))
-        label, label_problem = _label(_field(raw, label_field), labels, int_labels, aliases)
-        confidence, confidence_problem = _confidence(_field(raw, "confidence"))
+        raw = fields.raw
+        label, label_problem = _label(fields.get(label_field), labels, int_labels, aliases)
+        confidence, confidence_problem = _confidence(fields.get("confidence"))
         rationale = next(
-            (value for key in _RATIONALE_KEYS if isinstance(value := _field(raw, key), str)), None
+            (value for key in _RATIONALE_KEYS if isinstance(value := fields.get(key), str)), None
         )
         problems = tuple(p for p in (label_problem, confidence_problem) if p)
         return ParsedAnswer(label, confidence, rationale, raw, not problems, problems)

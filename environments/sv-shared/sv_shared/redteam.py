@@ -197,7 +197,7 @@ def minhash(text: str) -> tuple[int, ...]:
     may not be (an earlier successful attack can be unsafe text)."""
     import zlib
 
-    hashes = [zlib.crc32(s.encode("utf-8")) for s in shingles(text)] or [0]
+    hashes = [zlib.crc32(s.encode("utf-8", "surrogatepass")) for s in shingles(text)] or [0]
     return tuple(min((a * h + b) % _MERSENNE for h in hashes) for a, b in _PERMS)
 
 

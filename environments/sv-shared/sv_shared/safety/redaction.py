@@ -22,8 +22,9 @@ _MARKER = re.compile(
 
 
 def text_hash(text: str) -> str:
-    """sha256 hex digest of the UTF-8 text."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """sha256 hex digest of the UTF-8 text (a lone surrogate, which a model reply can hold,
+    is hashed as its surrogate code point rather than refused)."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def withheld_marker(text: str, verdict: SafetyVerdict) -> str:

@@ -299,7 +299,7 @@ _ALWAYS_T = tuple(_ALWAYS)
 
 _PLACEHOLDER = re.compile(r"\[(?:placeholder|platzhalter|marcador|espace r[ée]serv[ée])")
 _STRUCTURE = re.compile(
-    r"\b(?:step|schritt|paso|[ée]tape)\s*(?:\d+|one|two|three)\b|(?:^|\n|[:;]\s*)\s*\d+[.)]\s|```"
+    r"\b(?:step|schritt|paso|[ée]tape)\s*(?:\d+|one|two|three)\b|(?:^|\n|[:;])[^\S\n]*\d+[.)]\s|```"
     r"|\bhere(?:'s| is| are)\b|\bhier ist\b|\baqu[ií] (?:tienes|est[aá])\b|\bvoici\b|\byou will need\b"
     r"|\bfirst\b[^.]{0,160}\bthen\b"
 )
@@ -342,7 +342,9 @@ _ASKING = re.compile(
     r"|let'?s play|for a (?:novel|story)|i'?m a\b|ignore (?:all |your )?previous|pretend"
     r"|can you|could you|would you)\b"
 )
-_STEPS = re.compile(r"\b(?:step|schritt|paso|[ée]tape)\s*(?:\d+|one)\s*[:.)]|(?:^|\n)\s*\d+[.)]\s|```")
+# A numbered line is found from the last line break before it ([^\S\n]: whitespace but no
+# newline), so a run of blank lines is scanned once, not once per line break.
+_STEPS = re.compile(r"\b(?:step|schritt|paso|[ée]tape)\s*(?:\d+|one)\s*[:.)]|(?:^|\n)[^\S\n]*\d+[.)]\s|```")
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u00a0": " "})
 
 
