@@ -18,11 +18,15 @@ Curation (issue 5, bench/data.py): a 1,000,000-row E1 corpus curated into datase
 hash, de-duplicate, split, write) in <= 300 s, with the curating process's peak RSS; loading
 the corpus and its Great Expectations suite are timed beside it.
 
+Hostile replies (bench/hostile.py): every environment's scoring path over 20,000 fuzzed
+replies each; no reply may cost more than 100 ms of the scoring thread's CPU, with each
+completion parsed once for all rewards, timed beside parsing it again for each reward.
+
 Training (issue 6, bench/training.py): SFT tokens/s and GRPO completions/hour through the
 pipeline's own training entry point beside plain TRL; on a GPU also MFU, with the issue's
 targets (SFT >= 40% MFU, GRPO >= 250,000 completions/hour); on a CPU the figures are recorded.
 
-    python bench/run.py [--only foundation|scoring|redteam|synthetic|curation|training]
+    python bench/run.py [--only foundation|scoring|redteam|synthetic|curation|hostile|training]
 """
 
 from __future__ import annotations
@@ -339,6 +343,36 @@ def bench_curation(n: int = 1_000_000) -> dict:
     return out
 
 
+HOSTILE_TARGETS = {
+    "hostile_worst_reply_cpu_ms": 100.0,
+}
+
+
+def bench_hostile(n: int = 20_000) -> dict:
+    """Each environment's scoring over n hostile replies (bench/hostile.py), shared parse and
+    per-reward parse, each in a fresh process with an empty tool cache of its own."""
+    out: dict = {"hostile_replies_per_env": n}
+    worst = 0.0
+    with tempfile.TemporaryDirectory(prefix="sv-bench-hostile-") as tmp:
+        for env_short in ("e1", "e2", "e3", "e4", "e5", "e6"):
+            for mode in ("shared", "per-reward"):
+                env = {**os.environ, "SV_TOOL_CACHE": str(Path(tmp) / f"{env_short}-{mode}")}
+                cmd = [sys.executable, str(ROOT / "bench" / "hostile.py"), env_short, "--n", str(n), "--parse", mode]
+                child = _last_json(subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True,
+                                                  check=True).stdout)
+                key = f"hostile_{env_short}_{mode.replace('-', '_')}"
+                out[f"{key}_failures"] = child["failures"]
+                out[f"{key}_cpu_total_s"] = child["cpu_total_s"]
+                out[f"{key}_cpu_median_ms"] = child["cpu_median_ms"]
+                out[f"{key}_cpu_p99_ms"] = child["cpu_p99_ms"]
+                out[f"{key}_cpu_worst_ms"] = child["cpu_worst_ms"]
+                out[f"{key}_worst_replies"] = child["worst_replies"]
+                if mode == "shared":
+                    worst = max(worst, child["cpu_worst_ms"])
+    out["hostile_worst_reply_cpu_ms"] = worst
+    return out
+
+
 TRAINING_TARGETS = {
     # Issue 6 on a lent H100 (only checked where CUDA is present; CPU figures are recorded).
     "sft_mfu": 0.40,
@@ -358,9 +392,11 @@ def main() -> int:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale-n", type=int, default=100_000, help="examples in the scale run")
-    parser.add_argument("--only", choices=["all", "foundation", "scoring", "redteam", "synthetic", "curation", "training"],
+    parser.add_argument("--only", choices=["all", "foundation", "scoring", "redteam", "synthetic", "curation", "hostile",
+                                           "training"],
                         default="all")
     parser.add_argument("--curation-n", type=int, default=1_000_000, help="corpus rows in the curation benchmark")
+    parser.add_argument("--hostile-n", type=int, default=20_000, help="fuzzed replies per environment")
     args = parser.parse_args()
     results: dict = {}
     targets: dict = {}
@@ -382,6 +418,9 @@ def main() -> int:
     if args.only in ("all", "curation"):
         results.update(bench_curation(args.curation_n))
         targets.update(CURATION_TARGETS)
+    if args.only in ("all", "hostile"):
+        results.update(bench_hostile(args.hostile_n))
+        targets.update(HOSTILE_TARGETS)
     if args.only in ("all", "training"):
         results.update(bench_training())
         if results["training_device"].get("device") == "cuda":  # the GPU targets mean nothing on a CPU
