@@ -11,7 +11,8 @@
                                       slots (every command does this first)
     sv-dagster baseline record EVAL_DIR
                                       make an eval folder its (env, model)'s regression baseline
-    sv-dagster check                  regression gate over the latest evals; exit 1 on a regression
+    sv-dagster check                  regression gate over the latest evals; exit 1 on a
+                                      regression, 3 if some eval had NO BASELINE
     sv-dagster lineage ASSET_KEY [--partition P] [--json]
                                       the chain from an asset's latest materialization to its
                                       roots: data version, content hash, code version, git commit
@@ -347,16 +348,22 @@ def run_rescore(source: Path, reward_config: Path | None) -> int:
     return 0
 
 
+NO_BASELINE_EXIT = 3
+"""`sv-dagster check`'s exit status when no gate failed but some had nothing to compare with."""
+
+
 def run_check() -> int:
-    """`make check`: the regression gate over every eval asset's latest materialization."""
+    """`make check`: the regression gate over every eval asset's latest materialization.
+    Exit 1 on a regression, else NO_BASELINE_EXIT when some eval had no baseline, else 0."""
     import dagster as dg
 
     from sv_dagster.core.envs import ENVS
-    from sv_dagster.core.gate import regression_gate
+    from sv_dagster.core.gate import FAIL, NO_BASELINE, regression_gate
     from sv_dagster.core.paths import outputs_root
     from sv_dagster.core.registry import load_registry
 
-    instance, failed, checked = dg.DagsterInstance.get(), 0, 0
+    instance = dg.DagsterInstance.get()
+    states: list[str] = []
     for env in ENVS.values():
         for spec in load_registry().values():
             entry = instance.get_latest_materialization_event(dg.AssetKey(["eval", env.short, spec.key]))
@@ -364,15 +371,14 @@ def run_check() -> int:
                 continue
             run_dir = Path(entry.asset_materialization.metadata["artifact_path"].value)
             result = regression_gate(run_dir, outputs_root())
-            checked += 1
-            verdict = "PASS" if result.passed else "FAIL"
+            states.append(result.state)
             detail = "; ".join(result.failures) or result.note or ", ".join(
                 f"{c.metric} {c.delta:+.4f} (p={c.p_value:.2g})" for c in result.comparisons
             )
-            print(f"{verdict}  eval/{env.short}/{spec.key}  {detail}")
-            failed += not result.passed
-    print(f"{checked} eval(s) checked, {failed} regression(s)")
-    return 1 if failed else 0
+            print(f"{result.state:<11}  eval/{env.short}/{spec.key}  {detail}")
+    failed, unchecked = states.count(FAIL), states.count(NO_BASELINE)
+    print(f"{len(states)} eval(s) checked, {failed} regression(s), {unchecked} without a baseline to compare with")
+    return 1 if failed else NO_BASELINE_EXIT if unchecked else 0
 
 
 def run_baseline(eval_dir: Path) -> int:
@@ -408,7 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     again = commands.add_parser("rescore", help="re-score stored completions with the current verifier")
     again.add_argument("eval_dir", type=Path)
     again.add_argument("--reward-config", type=Path, default=None)
-    commands.add_parser("check", help="regression gate over the latest evals (exit 1 on a regression)")
+    commands.add_parser("check", help="regression gate over the latest evals "
+                                      "(exit 1 on a regression, 3 if some have no baseline)")
     baseline = commands.add_parser("baseline", help="record an eval folder as its model's baseline")
     baseline.add_argument("action", choices=["record"])
     baseline.add_argument("eval_dir", type=Path)

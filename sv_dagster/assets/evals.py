@@ -212,18 +212,24 @@ def build_regression_check(env: EnvSpec, model: ModelSpec) -> dg.AssetChecksDefi
         blocking=True,
         description="Fails when accuracy or mean reward drops by more than 3% against the recorded "
         "baseline of this model and environment and a paired test (McNemar / paired bootstrap) "
-        "gives p < 0.05. Record a baseline with `sv-dagster baseline record EVAL_DIR`.",
+        "gives p < 0.05. A warning (NO BASELINE) when there is nothing to compare with: no baseline, "
+        "one of another split, or no example shared. Record a baseline with "
+        "`sv-dagster baseline record EVAL_DIR`.",
     )
     def regression_gate_check(context) -> dg.AssetCheckResult:  # dagster rejects a string annotation here
-        from sv_dagster.core.gate import regression_gate
+        from sv_dagster.core.gate import NO_BASELINE, PASS, regression_gate
 
         entry = context.instance.get_latest_materialization_event(key)
         run_dir = local_artifact_path(entry.asset_materialization.metadata)
         result = regression_gate(run_dir, outputs_root())
         return dg.AssetCheckResult(
-            passed=result.passed,
-            severity=dg.AssetCheckSeverity.ERROR,
+            # NO BASELINE fails as a warning: shown as such, and (not being an error) it
+            # does not block what depends on the eval.
+            passed=result.state == PASS,
+            severity=dg.AssetCheckSeverity.WARN if result.state == NO_BASELINE else dg.AssetCheckSeverity.ERROR,
+            description=result.note or None,
             metadata={
+                "state": dg.MetadataValue.text(result.state),
                 "eval_dir": dg.MetadataValue.path(str(run_dir)),
                 "gate": dg.MetadataValue.json(result.metadata()),
                 **{

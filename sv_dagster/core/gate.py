@@ -4,6 +4,11 @@ examples says the drop is real (p < 0.05).
 
 Baselines are eval folders copied under `outputs/baselines/<env>/<model>/` by
 `sv-dagster baseline record EVAL_DIR`; recording one is a deliberate act.
+
+A gate has three states. PASS and FAIL compare the candidate with a baseline of the same
+split on the examples both scored. NO BASELINE means nothing was compared: none is
+recorded, it is of another split, or it shares no scored example with the candidate. That
+is a warning, never a pass.
 """
 
 from __future__ import annotations
@@ -36,16 +41,26 @@ CORE_METRICS = {
 }
 
 
+PASS, FAIL, NO_BASELINE = "PASS", "FAIL", "NO BASELINE"
+
+
 @dataclass(frozen=True)
 class GateResult:
-    passed: bool
+    state: str
+    """PASS, FAIL or NO BASELINE."""
     baseline_run_id: str | None
     comparisons: list[PairedComparison] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
     note: str = ""
 
+    @property
+    def failed(self) -> bool:
+        """A regression was found (only FAIL blocks)."""
+        return self.state == FAIL
+
     def metadata(self) -> dict[str, Any]:
         return {
+            "state": self.state,
             "baseline_run_id": self.baseline_run_id,
             "max_relative_drop": MAX_RELATIVE_DROP,
             "alpha": ALPHA,
@@ -70,12 +85,20 @@ def record_baseline(eval_dir: Path, outputs_root: Path) -> Path:
     return target
 
 
+def _split(metadata: dict[str, Any]) -> str | None:
+    return (metadata.get("dataset") or {}).get("split")
+
+
 def regression_gate(candidate_dir: Path, outputs_root: Path) -> GateResult:
     metadata = json.loads((candidate_dir / "metadata.json").read_text())
     base = baseline_dir(outputs_root, metadata["env"], metadata["model"]["name"])
     if not (base / "results.jsonl").exists():
-        return GateResult(True, None, note=f"no baseline recorded at {base}; passing")
+        return GateResult(NO_BASELINE, None, note=f"no baseline recorded at {base}; record one with "
+                          f"`sv-dagster baseline record {candidate_dir}`")
     base_meta = json.loads((base / "metadata.json").read_text())
+    if _split(base_meta) != _split(metadata):
+        return GateResult(NO_BASELINE, base_meta["run_id"], note=f"the baseline at {base} is of split "
+                          f"{_split(base_meta)!r}, this eval of {_split(metadata)!r}; nothing compared")
     baseline_rows, candidate_rows = read_results(base / "results.jsonl"), read_results(candidate_dir / "results.jsonl")
     comparisons, failures = [], []
     for name, (value, binary) in CORE_METRICS.items():
@@ -90,5 +113,7 @@ def regression_gate(candidate_dir: Path, outputs_root: Path) -> GateResult:
                 f"(delta {comparison.delta:+.4f}, 95% CI {comparison.ci[0]:+.4f}..{comparison.ci[1]:+.4f}, "
                 f"p={comparison.p_value:.2g}, {comparison.test})"
             )
-    note = "" if comparisons else "no examples shared with the baseline; nothing to compare"
-    return GateResult(not failures, base_meta["run_id"], comparisons, failures, note)
+    if not comparisons:
+        return GateResult(NO_BASELINE, base_meta["run_id"],
+                          note=f"no scored example shared with the baseline at {base}; nothing compared")
+    return GateResult(FAIL if failures else PASS, base_meta["run_id"], comparisons, failures)

@@ -145,9 +145,13 @@ def weekly_markdown(
         )
     regressions = [(key, gate) for key, gate in gates.items() if gate.get("failures")]
     lines += ["", "## Regressions", ""]
+    compared = [key for key, gate in gates.items() if gate.get("state") != "NO BASELINE"]
+    unchecked = sorted(key for key, gate in gates.items() if gate.get("state") == "NO BASELINE")
     lines += [f"- {env} / {model}: {'; '.join(gate['failures'])}" for (env, model), gate in regressions] or [
-        "- none (against the recorded baselines)"
+        f"- none among the {len(compared)} eval(s) compared with a recorded baseline"
     ]
+    if unchecked:
+        lines.append("- NO BASELINE (nothing compared): " + ", ".join(f"{env} / {model}" for env, model in unchecked))
     lines += ["", "## Synthetic data volumes", ""]
     lines += [f"- {env}: {count} rows" for env, count in (synthetic_volumes or {}).items()] or [
         "- no synthetic batches materialized yet"

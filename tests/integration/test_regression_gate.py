@@ -1,4 +1,5 @@
-"""The regression gate blocks a planted regression, in Dagster and in `make check`."""
+"""The regression gate blocks a planted regression, in Dagster and in `make check`, and
+says NO BASELINE (a warning, never a pass) when there is nothing to compare with."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ KEY = dg.AssetKey(["eval", "e1", "loop"])
 CHECK = dg.AssetCheckKey(KEY, "regression_gate")
 
 
-def test_gate_passes_without_baseline_then_blocks_a_planted_regression(isolated: Path, monkeypatch, capsys):
+def test_gate_warns_without_baseline_then_blocks_a_planted_regression(isolated: Path, monkeypatch, capsys):
     policy = {"reply": lambda prompt: heuristic_reply(prompt)}
     with LoopbackOpenAIServer(lambda req: policy["reply"](req["messages"][-1]["content"])) as server:
         monkeypatch.setenv("SV_MODEL_REGISTRY", str(loopback_registry(isolated / "models.yaml", server.base_url)))
@@ -26,14 +27,29 @@ def test_gate_passes_without_baseline_then_blocks_a_planted_regression(isolated:
         path = {*(dg.AssetKey(["corpus", c]) for c in ("iot23", "cicids2017", "unsw_nb15")), dg.AssetKey(["dataset", "e1"]), KEY}
         config = {"ops": {"eval__e1__loop": {"config": {"split": "train", "use_cache": False}}}}
 
+        # No baseline: a failed check of WARN severity, which blocks nothing (the run succeeds).
         first = job.get_subset(asset_selection=path).execute_in_process(instance=instance, run_config=config)
         (evaluation,) = [e for e in first.get_asset_check_evaluations() if e.asset_check_key == CHECK]  # not the data suites
-        assert evaluation.passed and "no baseline" in evaluation.metadata["gate"].value["note"]
+        assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.WARN
+        assert evaluation.metadata["state"].value == "NO BASELINE"
+        assert "no baseline recorded" in evaluation.metadata["gate"].value["note"]
+        capsys.readouterr()
+        assert main(["check"]) == 3
+        assert "NO BASELINE  eval/e1/loop  no baseline recorded" in capsys.readouterr().out
         eval_dir = Path(instance.get_latest_materialization_event(KEY).asset_materialization.metadata["artifact_path"].value)
         assert main(["baseline", "record", str(eval_dir)]) == 0
 
         same = job.get_subset(asset_selection={KEY}).execute_in_process(instance=instance, run_config=config)
         assert same.get_asset_check_evaluations()[0].passed  # same replies: no regression
+        capsys.readouterr()
+        assert main(["check"]) == 0
+        assert "PASS         eval/e1/loop  accuracy +0.0000" in capsys.readouterr().out
+
+        test_split = {"ops": {"eval__e1__loop": {"config": {"split": "test", "use_cache": False}}}}
+        other = job.get_subset(asset_selection={KEY}).execute_in_process(instance=instance, run_config=test_split)
+        (evaluation,) = other.get_asset_check_evaluations()
+        assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.WARN
+        assert "is of split 'train', this eval of 'test'" in evaluation.metadata["gate"].value["note"]
 
         policy["reply"] = lambda prompt: '{"label": "Benign", "confidence": 0.9}'  # the planted regression
         worse = job.get_subset(asset_selection={KEY}).execute_in_process(
@@ -48,4 +64,4 @@ def test_gate_passes_without_baseline_then_blocks_a_planted_regression(isolated:
     capsys.readouterr()
     assert main(["check"]) == 1
     out = capsys.readouterr().out
-    assert "FAIL  eval/e1/loop" in out and "1 regression(s)" in out
+    assert "FAIL         eval/e1/loop  accuracy fell" in out and "1 regression(s)" in out

@@ -142,7 +142,9 @@ def test_ui_shows_graph_eval_history_and_gate_and_graphql_lineage(isolated: Path
             page.goto(f"{ui.url}/assets/{EVAL}?view=checks", wait_until="load")
             page.get_by_text("regression_gate", exact=True).first.wait_for(timeout=30_000)
             page.get_by_text("This is a blocking asset check.").wait_for(timeout=10_000)
-            page.get_by_text("Passed", exact=True).first.wait_for(timeout=10_000)
+            # No baseline is recorded here: the gate's warning state, never a pass.
+            page.get_by_text("Failed", exact=True).first.wait_for(timeout=10_000)
+            page.get_by_text("NO BASELINE", exact=True).first.wait_for(timeout=10_000)
             page.get_by_text("eval_dir", exact=True).first.wait_for(timeout=10_000)
             shoot(page, "04-eval-e1-heuristic-regression-gate", shots)
 
