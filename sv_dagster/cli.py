@@ -95,12 +95,24 @@ def _tournament_text(path: Path) -> str:
     return "\n".join(lines)
 
 
+def _failure_line(failure) -> str:
+    """What a failed step says to a person: a `Failure`'s description, else the innermost
+    error's own message (not Dagster's wrapper around it)."""
+    if failure.user_failure_data is not None and failure.user_failure_data.description:
+        return failure.user_failure_data.description
+    error = failure.error
+    while error.cause is not None:
+        error = error.cause
+    kind, colon, text = error.message.strip().partition(": ")  # "package.module.ErrorClass: text"
+    return f"{kind.rsplit('.', 1)[-1]}: {text}" if colon else error.message.strip()
+
+
 def _report(result, title: str, started: float) -> int:
     """Print the eval table of an executed run (or its step failures)."""
     if not result.success:
         for event in result.all_events:
             if event.is_step_failure:
-                print(f"FAILED {event.step_key}: {event.step_failure_data.error.message}", file=sys.stderr)
+                print(f"FAILED {event.step_key}: {_failure_line(event.step_failure_data)}", file=sys.stderr)
         return 1
     from sv_dagster.core.envs import ENVS
 
@@ -250,20 +262,30 @@ def run_eval_command(
 
     from sv_dagster.assets.evals import eval_asset_key
     from sv_dagster.core.envs import ENVS
+    from sv_dagster.core.eval_request import EvalRequestError, check_limit, check_models, check_split, split_sizes
     from sv_dagster.core.registry import load_registry
     from sv_dagster.definitions import build_definitions
 
     started = time.perf_counter()
-    defs = build_definitions()  # with the registry as it is now
+    defs = build_definitions()  # with the registry as it is now (and .env read)
     env, registry = ENVS[env_short], load_registry()
-    unknown = [name for name in [*models, target] if name not in registry]
-    if unknown:
-        print(f"unknown model(s) {unknown}; the registry has {sorted(registry)}", file=sys.stderr)
-        return 2
     instance = _instance()
+    dataset = instance.get_latest_materialization_event(dg.AssetKey(["dataset", env.short]))
+    try:
+        check_models(env.short, models, registry)
+        if env.counterpart_env:  # the model on the other side of the dialogue (E5's target)
+            check_models(next(s for s, e in ENVS.items() if e.env_id == env.counterpart_env), [target], registry)
+        report = Path(dataset.asset_materialization.metadata["artifact_path"].value) / "metadata.json" if dataset else None
+        if report is not None and report.exists():  # else the eval asset checks once the dataset is built
+            sizes = split_sizes(report)
+            check_split(split, sizes, f"dataset/{env.short}")
+            check_limit(n, split, sizes[split], f"dataset/{env.short}")
+    except EvalRequestError as exc:
+        print(f"sv-dagster eval: {exc}", file=sys.stderr)
+        return 2
     keys = {eval_asset_key(env, registry[name]) for name in models}
     selection = dg.AssetSelection.assets(*keys)
-    if instance.get_latest_materialization_event(dg.AssetKey(["dataset", env.short])) is None:
+    if dataset is None:
         selection = selection.upstream()
     op_config = {"limit": n, "seed": seed, "split": split, "concurrency": concurrency, "include_tools": include_tools,
                  "target_model": target}
@@ -399,7 +421,8 @@ def main(argv: list[str] | None = None) -> int:
     evals = commands.add_parser("eval", help="evaluate registry models on one environment")
     evals.add_argument("env", choices=sorted(ENVS))
     evals.add_argument("--models", nargs="+", required=True, help="registry names")
-    evals.add_argument("--n", type=int, default=None, help="examples per model (seeded subset)")
+    evals.add_argument("--n", default=None, help="examples per model (a seeded subset), at most the split's size; "
+                       "'all' (the default) for the whole split")
     evals.add_argument("--seed", type=int, default=42)
     evals.add_argument("--split", default="test")
     evals.add_argument("--concurrency", type=int, default=None)
@@ -450,8 +473,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         return run_demo(args.job)
     if args.command == "eval":
+        from sv_dagster.core.eval_request import EvalRequestError, parse_n
+
         models = [name for chunk in args.models for name in chunk.split()]
-        return run_eval_command(args.env, models, args.n, args.seed, args.split, args.concurrency,
+        try:
+            n = parse_n(args.n) if args.n is not None else None
+        except EvalRequestError as exc:
+            print(f"sv-dagster eval: {exc}", file=sys.stderr)
+            return 2
+        return run_eval_command(args.env, models, n, args.seed, args.split, args.concurrency,
                                 args.include_tools == "true", args.target)
     if args.command == "lineage":
         from sv_dagster.core.lineage import main_lineage

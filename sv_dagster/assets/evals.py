@@ -11,6 +11,7 @@ from pydantic import Field
 
 from sv_dagster.assets.recipe import Artifact, local_artifact_path, provenance_asset
 from sv_dagster.core.envs import EnvSpec
+from sv_dagster.core.eval_request import EvalRequestError, check_limit, check_split, split_sizes
 from sv_dagster.core.paths import outputs_root
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.resources import ModelRegistry, PipesLauncher
@@ -24,7 +25,9 @@ def headline_metrics(env: EnvSpec) -> tuple[str, ...]:
 
 class EvalConfig(dg.Config):
     split: str = Field(default="test", description="Dataset split to evaluate: train, dev or test.")
-    limit: int | None = Field(default=None, description="Evaluate N examples, drawn by a shuffle under `seed`.")
+    limit: int | None = Field(default=None, description="Evaluate N examples, drawn by a shuffle under `seed`; "
+                              "more than the split holds is an error unless `cap_limit`.")
+    cap_limit: bool = Field(default=False, description="Take `limit` as a cap: a smaller split is evaluated whole.")
     concurrency: int | None = Field(default=None, description="Parallel requests (default: the model's max_concurrency).")
     reward_config: str | None = Field(default=None, description="Reward TOML (default: the environment's packaged one).")
     use_cache: bool = Field(
@@ -119,8 +122,13 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
     )
     def eval_model(context: dg.AssetExecutionContext, config: EvalConfig, dataset: Artifact, models: ModelRegistry,
                    launcher: PipesLauncher) -> Artifact | None:
-        if config.split not in dataset.files:
-            raise dg.Failure(f"dataset/{env.short} has no split {config.split!r} (have: {sorted(dataset.files)})")
+        sizes = split_sizes(dataset.files["metadata"])
+        try:
+            check_split(config.split, sizes, f"dataset/{env.short}")
+            if not config.cap_limit:
+                check_limit(config.limit, config.split, sizes[config.split], f"dataset/{env.short}")
+        except EvalRequestError as exc:
+            raise dg.Failure(description=str(exc)) from None  # a person's mistake: no traceback to show
         checkpoint = trained_checkpoint(context, model) if trained else None
         if trained and checkpoint is None:
             return None

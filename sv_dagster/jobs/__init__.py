@@ -117,8 +117,8 @@ def program_jobs(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> list[dg.U
             name="weekly_sweep",
             selection=with_data(sweep_evals)
             | dg.AssetSelection.assets(*sweep_triage, REPORTS_WEEKLY, SCOREBOARD),
-            config=_eval_config(sweep_evals, limit=QUICK_SWEEP_N, seed=STANDARD_SEED),
-            description=f"Quick sweep: N={QUICK_SWEEP_N} examples (seed {STANDARD_SEED}) per env for the "
+            config=_eval_config(sweep_evals, limit=QUICK_SWEEP_N, cap_limit=True, seed=STANDARD_SEED),
+            description=f"Quick sweep: at most N={QUICK_SWEEP_N} examples (seed {STANDARD_SEED}) per env for the "
             f"sweep models ({', '.join(m.name for m in sweep)}), then the weekly report.",
             tags={"sv/program": "weekly_sweep"},
         ),

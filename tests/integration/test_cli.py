@@ -117,3 +117,36 @@ def test_eval_e5_command_attacks_the_named_target_model(isolated: Path, monkeypa
     assert metadata["counterpart_model"]["name"] == "loop-llm"
     assert json.loads((run_dir / "summary.json").read_text())["attack_success_rate"] == 0.0
     assert main(["eval", "e5", "--models", "heuristic", "--target", "nope"]) == 2
+
+
+def test_eval_mistakes_end_in_one_line_naming_the_fix(isolated: Path, monkeypatch, capsys):
+    from sv_dagster.cli import main
+
+    def last_error_line(code: int, args: list[str]) -> str:
+        capsys.readouterr()
+        assert main(args) == code
+        return capsys.readouterr().err.strip().splitlines()[-1]
+
+    # Before the dataset exists the eval asset refuses the limit, as the run's last line.
+    assert last_error_line(1, ["eval", "e1", "--models", "heuristic", "--n", "500"]) == (
+        "FAILED eval__e1__heuristic: --n 500 is more than the 56 examples of split 'test' of dataset/e1; "
+        "ask for at most 56, or `--n all`")
+    assert dg.DagsterInstance.get().get_latest_materialization_event(dg.AssetKey(["eval", "e1", "heuristic"])) is None
+    # Once it exists, the command says so before any run, as it does for the models.
+    runs = len(dg.DagsterInstance.get().get_runs())
+    assert last_error_line(2, ["eval", "e1", "--models", "heuristic", "--n", "500"]).startswith(
+        "sv-dagster eval: --n 500 is more than the 56 examples of split 'test'")
+    assert last_error_line(2, ["eval", "e1", "--models", "heuristic", "--split", "validation"]) == (
+        "sv-dagster eval: dataset/e1 has no split 'validation'; its splits: dev, ood, test, train")
+    assert last_error_line(2, ["eval", "e1", "--models", "heuristc"]).startswith(
+        "sv-dagster eval: unknown model 'heuristc' (did you mean 'heuristic'?); the models for e1: ")
+    assert last_error_line(2, ["eval", "e1", "--models", "tool-oracle"]).startswith(
+        "sv-dagster eval: model 'tool-oracle' is registered for e2, e3, not e1;")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert last_error_line(2, ["eval", "e1", "--models", "gpt-5-mini"]) == (
+        "sv-dagster eval: model 'gpt-5-mini' needs the environment variable OPENAI_API_KEY (put it in .env or "
+        "export it); nothing was run")
+    assert len(dg.DagsterInstance.get().get_runs()) == runs  # none of them started a run
+    capsys.readouterr()
+    assert main(["eval", "e1", "--models", "heuristic", "--n", "all"]) == 0
+    assert [line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("heuristic ")] == ["56"]
