@@ -5,8 +5,10 @@ Every asset in the project is declared with `@provenance_asset(...)` instead of
 saying what it wrote and with which config and seed; this module turns that into the
 materialization: provenance metadata (git commit and dirty flag, package versions, config
 hash, input data versions, content hash, seed, plus the artifact's own facts) and the
-content hash as the Dagster data version. `definitions.py` refuses any asset declared
-without it.
+content hash as the Dagster data version. The same record is written with the artifact
+(`provenance.json` inside a folder, `<file>.provenance.json` beside a file), so a copy
+taken off the instance still says what made it. `definitions.py` refuses any asset
+declared without it.
 """
 
 from __future__ import annotations
@@ -22,9 +24,10 @@ from typing import Any
 
 import dagster as dg
 
+from sv_dagster.assets.common import write_json
 from sv_dagster.core import storage
 from sv_dagster.core.paths import outputs_root, outputs_url
-from sv_dagster.core.provenance import build_provenance
+from sv_dagster.core.provenance import build_provenance, provenance_path
 
 PROVENANCE_TAG = "sv/provenance"
 DATA_VERSION_TAG = "dagster/data_version"
@@ -53,13 +56,17 @@ class Artifact:
 
 
 def publish_artifact(artifact: Artifact) -> Artifact:
-    """With an fsspec outputs root, copy the artifact (and any named file outside its path)
-    to the store under the same relative layout; the copy records its URL."""
+    """With an fsspec outputs root, copy the artifact (with the provenance record beside a
+    single file, and any named file outside its path) to the store under the same relative
+    layout; the copy records its URL."""
     root_url = outputs_url()
     if root_url is None:
         return artifact
     local_root = outputs_root()
     uri = storage.publish(artifact.path, local_root, root_url)
+    sidecar = provenance_path(artifact.path)
+    if artifact.path.is_file() and sidecar.is_file():  # a folder's record went with the folder
+        storage.publish(sidecar, local_root, root_url)
     for file in artifact.files.values():
         if file != artifact.path and artifact.path not in file.parents:
             storage.publish(file, local_root, root_url)
@@ -134,6 +141,9 @@ def to_output(context: dg.AssetExecutionContext, artifact: Artifact) -> dg.Outpu
         packages=artifact.packages,
         extra={**artifact.facts, "dagster_run_id": context.run_id},
     )
+    # A copy of the artifact taken off the instance still says what made it; the record is
+    # left out of the content hash, so writing it after hashing changes nothing.
+    write_json(provenance_path(artifact.path), provenance)
     artifact = publish_artifact(artifact)  # after hashing: the store gets the bytes just hashed
     metadata = {
         **{key: _metadata_value(value) for key, value in provenance.items()},

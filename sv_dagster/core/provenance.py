@@ -21,6 +21,16 @@ from sv_dagster.core.redaction import redact
 # Packages whose versions go into every record.
 CORE_PACKAGES: tuple[str, ...] = ("sv-dagster", "dagster", "verifiers", "sv-shared")
 
+PROVENANCE_FILE = "provenance.json"
+"""The record written into a folder artifact; it holds the folder's hash, so it is not hashed."""
+
+
+def provenance_path(artifact_path: Path) -> Path:
+    """Where an artifact's provenance record is written: inside a folder, or beside a file."""
+    artifact_path = Path(artifact_path)
+    if artifact_path.is_dir():
+        return artifact_path / PROVENANCE_FILE
+    return artifact_path.with_name(f"{artifact_path.name}.{PROVENANCE_FILE}")
 
 
 @lru_cache(maxsize=4)
@@ -70,11 +80,15 @@ def file_sha256(path: Path) -> str:
 def content_hash(paths: Iterable[Path]) -> str:
     """One hash over files, or every file under folders: names relative to the folder
     given, and bytes. Where the artifact lives (outputs root, dated folder) does not
-    count, so the same content always gets the same hash."""
+    count, so the same content always gets the same hash. A folder's own provenance record
+    (PROVENANCE_FILE at its top) is left out: it is written after hashing and holds the hash."""
     entries: list[tuple[str, Path]] = []
     for path in map(Path, paths):
         if path.is_dir():
-            entries.extend((str(p.relative_to(path)), p) for p in path.rglob("*") if p.is_file())
+            entries.extend(
+                (str(p.relative_to(path)), p) for p in path.rglob("*")
+                if p.is_file() and p != path / PROVENANCE_FILE
+            )
         else:
             entries.append((path.name, path))
     digest = hashlib.sha256()

@@ -140,12 +140,16 @@ def localize(paths: Iterable[Path], *, artifact_url: str, artifact_path: Path, r
 
 def content_hash_at(url: str) -> str:
     """`sv_dagster.core.provenance.content_hash` of the file or folder at `url`, read from the
-    store (same rule: names relative to the folder, or the file's name, and each file's sha256)."""
+    store (same rule: names relative to the folder, or the file's name, and each file's sha256;
+    a folder's own provenance record is left out)."""
+    from sv_dagster.core.provenance import PROVENANCE_FILE  # here: provenance imports paths, which imports this
+
     fs, remote = _fs(url)
     if not fs.exists(remote):
         raise StorageError(f"{url}: not in the artifact store")
     if fs.isdir(remote):
         entries = [(posixpath.relpath(file, remote), file) for file in fs.find(remote)]
+        entries = [(name, file) for name, file in entries if name != PROVENANCE_FILE]
     else:
         entries = [(posixpath.basename(remote), remote)]
     digest = hashlib.sha256()

@@ -41,7 +41,10 @@ def run_e1(isolated: Path):
 def test_e1_path_writes_eval_artifacts(run_e1):
     instance, result, outputs = run_e1
     run_dir = outputs / "evals" / "sv-env-network-logs--heuristic" / result.run_id
-    assert {p.name for p in run_dir.iterdir()} == {"metadata.json", "results.jsonl", "summary.json"}
+    assert {p.name for p in run_dir.iterdir()} == {"metadata.json", "results.jsonl", "summary.json", "provenance.json"}
+    provenance = json.loads((run_dir / "provenance.json").read_text())  # what made it, kept with a copy
+    assert provenance["content_hash"] == latest(instance, "eval/e1/heuristic").tags["dagster/data_version"]
+    assert provenance["dagster_run_id"] == result.run_id and set(provenance["input_data_versions"]) == {"dataset/e1"}
     dataset_dir = next((outputs / "datasets" / "e1").iterdir())
     n_test = sum(1 for line in (dataset_dir / "test.jsonl").open() if line.strip())
     rows = read_results(run_dir / "results.jsonl")

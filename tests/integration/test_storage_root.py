@@ -52,7 +52,9 @@ def test_eval_e1_publishes_to_the_store_and_downstream_runs_from_it(isolated: Pa
     assert published["corpus/iot23"].startswith("corpora/iot23/")
     assert published["dataset/e1"].startswith("datasets/e1/")
     assert published["eval/e1/heuristic"] == f"evals/sv-env-network-logs--heuristic/{result.run_id}"
-    assert {p.name for p in (remote / published["eval/e1/heuristic"]).iterdir()} == {"metadata.json", "results.jsonl", "summary.json"}
+    assert {p.name for p in (remote / published["eval/e1/heuristic"]).iterdir()} == {
+        "metadata.json", "results.jsonl", "summary.json", "provenance.json"}
+    assert (remote / f"{published[TRIAGE]}.provenance.json").is_file()  # a single file's record is published beside it
     assert published[TRIAGE].startswith("notes/") and (remote / published[TRIAGE]).with_suffix(".json").is_file()
     assert (remote / ".dagster-io" / "eval" / "e1" / "heuristic").is_file()
     assert (staging / "cache").is_dir() and not (remote / "cache").exists()  # caches stay local

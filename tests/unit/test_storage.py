@@ -15,7 +15,7 @@ import pytest
 from sv_dagster.assets.recipe import Artifact, local_artifact_path, localize_artifact, publish_artifact
 from sv_dagster.core import storage
 from sv_dagster.core.paths import PROJECT_ROOT, outputs_root, outputs_url
-from sv_dagster.core.provenance import content_hash
+from sv_dagster.core.provenance import PROVENANCE_FILE, content_hash, provenance_path
 
 
 @pytest.fixture
@@ -145,3 +145,32 @@ def test_an_artifact_published_here_is_usable_from_an_empty_staging_root(memory_
     monkeypatch.setenv("SV_OUTPUTS_DIR", str(tmp_path / "plain"))  # misconfigured: not the store
     with pytest.raises(storage.StorageError, match="SV_OUTPUTS_DIR is not a URL on this machine"):
         localize_artifact(artifact)
+
+
+@pytest.mark.parametrize("kind", ["memory", "file"])
+def test_the_store_leaves_a_folders_provenance_record_out_of_its_hash_too(kind, memory_root, tmp_path):
+    root_url = memory_root if kind == "memory" else (tmp_path / "remote").as_uri()
+    local_root = tmp_path / "staging"
+    folder = write_eval_folder(local_root)
+    before = content_hash([folder])
+    (folder / PROVENANCE_FILE).write_text(f'{{"content_hash": "{before}"}}\n')
+    url = storage.publish(folder, local_root, root_url)
+    assert storage.content_hash_at(url) == content_hash([folder]) == before
+    # a nested file of that name is content, on both sides
+    (folder / "nested" / PROVENANCE_FILE).write_text("{}\n")
+    storage.publish(folder, local_root, root_url)
+    assert storage.content_hash_at(url) == content_hash([folder]) != before
+
+
+def test_a_single_files_provenance_sidecar_is_published_beside_it(memory_root, tmp_path, monkeypatch):
+    monkeypatch.setenv("SV_OUTPUTS_DIR", memory_root)
+    monkeypatch.setenv("SV_STAGING_DIR", str(tmp_path / "staging"))
+    notes = outputs_root() / "notes" / "triage.md"
+    notes.parent.mkdir(parents=True)
+    notes.write_text("# triage\n")
+    provenance_path(notes).write_text('{"seed": 1}\n')
+    artifact = publish_artifact(Artifact(path=notes, config={}))
+    assert artifact.uri == f"{memory_root}/notes/triage.md"
+    storage.fetch(f"{memory_root}/notes/triage.md.provenance.json", tmp_path / "fetched.json")
+    assert (tmp_path / "fetched.json").read_text() == '{"seed": 1}\n'
+    assert storage.content_hash_at(artifact.uri) == content_hash([notes])  # the sidecar is not the file's content
