@@ -13,9 +13,14 @@
                                       make an eval folder its (env, model)'s regression baseline
     sv-dagster check                  regression gate over the latest evals; exit 1 on a
                                       regression, 3 if some eval had NO BASELINE
-    sv-dagster lineage ASSET_KEY [--partition P] [--json]
-                                      the chain from an asset's latest materialization to its
-                                      roots: data version, content hash, code version, git commit
+    sv-dagster lineage ASSET_KEY [--partition P] [--run R | --data-version V] [--json]
+                                      the chain from an asset's latest (or the named)
+                                      materialization to its roots: data version, content hash,
+                                      code version, git commit
+    sv-dagster lineage REPORT.md --row LINE
+                                      the same for the eval behind one row of a report
+    sv-dagster audit REPORT.md        every number in a report against the files it cites and
+                                      their hashes on disk; exit 1 on any mismatch
     sv-dagster signoff e1 --reviewer NAME --verdict approve|reject [--note TEXT]
                                       a human's sign-off on the reviewed checkpoint; promotes it
                                       when approved (job promote_e1)
@@ -445,7 +450,13 @@ def main(argv: list[str] | None = None) -> int:
     trace = commands.add_parser("lineage", help="print an asset's lineage to its roots, from the instance's event log")
     trace.add_argument("asset_key", help="e.g. eval/e1/heuristic or reports/monthly")
     trace.add_argument("--partition", default=None)
-    trace.add_argument("--json", action="store_true", help="machine-readable output")
+    trace.add_argument("--json", action="store_true", help="the full graph, machine-readable")
+    trace.add_argument("--run", default=None, help="the materialization this run made (an id prefix is enough)")
+    trace.add_argument("--data-version", default=None, help="the materialization with this data version (a prefix)")
+    trace.add_argument("--row", type=int, default=None,
+                       help="ASSET_KEY is a report: trace the table row on this line (as `audit` prints it)")
+    audit = commands.add_parser("audit", help="check every number in a report against the files it cites")
+    audit.add_argument("report", help="a report's .md (or its .html, or a monthly report's folder)")
     review = commands.add_parser("review", help="record a human spot-check decision on a synthetic batch")
     review.add_argument("kind", choices=["synthetic"])
     review.add_argument("env", choices=sorted(ENVS))
@@ -486,7 +497,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "lineage":
         from sv_dagster.core.lineage import main_lineage
 
-        return main_lineage(args.asset_key, args.partition, args.json)
+        return main_lineage(args.asset_key, args.partition, args.json, run_id=args.run,
+                            data_version=args.data_version, row=args.row)
+    if args.command == "audit":
+        from sv_dagster.core.audit import main_audit
+
+        return main_audit(args.report)
     if args.command == "rescore":
         return run_rescore(args.eval_dir, args.reward_config)
     if args.command == "review":

@@ -85,6 +85,7 @@ def build_definitions() -> dg.Definitions:
             [key for key in eval_keys if key in untrained],
             [key for a in training for key in a.keys if key.path[0] in ("checkpoint", "ablation") and key.path[-1] != "promoted"],
             optional_eval_keys=[key for key in eval_keys if key not in untrained],
+            promoted_keys=[key for a in training for key in a.keys if key.path[0] == "checkpoint" and key.path[-1] == "promoted"],
         ),
         tournament_e5_e6,
     ]

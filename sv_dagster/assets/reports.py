@@ -19,6 +19,7 @@ from sv_dagster.core.paths import outputs_root
 from sv_dagster.core.redaction import write_redacted
 from sv_dagster.core.reports import (
     EvalRecord,
+    TournamentRecord,
     TrainingRecord,
     load_record,
     monthly_report,
@@ -51,6 +52,7 @@ def eval_records(
                     run_dir=run_dir,
                     timestamp=record.timestamp,
                     data_version=(record.event_log_entry.tags or {}).get("dagster/data_version", ""),
+                    run_id=record.run_id,
                 )
             )
     return records
@@ -83,7 +85,19 @@ def training_records(instance: dg.DagsterInstance, keys: list[dg.AssetKey], star
             out.append(TrainingRecord(asset=key.to_user_string(), model=str(value("base_model") or "model"),
                                       env=str(value("env") or key.path[1]),
                                       wall_seconds=float(value("wall_seconds") or 0.0), cpu_hours=float(value("cpu_hours") or 0.0),
-                                      gpu_hours=float(value("gpu_hours") or 0.0), path=str(value("artifact_path"))))
+                                      gpu_hours=float(value("gpu_hours") or 0.0), path=str(value("artifact_path")),
+                                      timestamp=record.timestamp))
+    return out
+
+
+def promoted_checkpoints(instance: dg.DagsterInstance, keys: list[dg.AssetKey]) -> dict[str, str]:
+    """Environment -> the checkpoint path its newest promotion names."""
+    out = {}
+    for key in keys:
+        entry = instance.get_latest_materialization_event(key)
+        metadata = entry.asset_materialization.metadata if entry and entry.asset_materialization else {}
+        if "checkpoint_path" in metadata:
+            out[key.path[1]] = str(metadata["checkpoint_path"].value)
     return out
 
 
@@ -100,10 +114,13 @@ def synthetic_volumes(instance: dg.DagsterInstance, since: float) -> dict[str, i
 
 
 def build_report_assets(eval_keys: list[dg.AssetKey], training_keys: list[dg.AssetKey] = (),
-                        optional_eval_keys: list[dg.AssetKey] = ()) -> list[dg.AssetsDefinition]:
+                        optional_eval_keys: list[dg.AssetKey] = (),
+                        promoted_keys: list[dg.AssetKey] = ()) -> list[dg.AssetsDefinition]:
     """`optional_eval_keys`: evals that may make nothing in a run (a trained checkpoint not
     promoted yet). Reports read them from the instance like the others but do not depend on
-    them, so a skipped one never skips a report; their data versions are in the facts."""
+    them, so a skipped one never skips a report; their data versions are in the facts.
+    `promoted_keys` (checkpoint/<env>/promoted) are read the same way: the monthly report
+    shows each environment's promoted checkpoint as its current one."""
     deps = list(eval_keys)
     read = [*deps, *optional_eval_keys]
 
@@ -126,6 +143,7 @@ def build_report_assets(eval_keys: list[dg.AssetKey], training_keys: list[dg.Ass
         path = out / f"{year}-W{week:02d}.md"
         volumes = synthetic_volumes(context.instance, (datetime.now(UTC) - timedelta(days=7)).timestamp())
         write_redacted(path, weekly_markdown(f"{year}-W{week:02d}", latest, previous, gates, out, volumes))
+        context.log.info(f"weekly report: {path}")
         return Artifact(
             path=path,
             config={"week": f"{year}-W{week:02d}"},
@@ -180,19 +198,23 @@ def build_report_assets(eval_keys: list[dg.AssetKey], training_keys: list[dg.Ass
             if r.timestamp < end.timestamp()
         ]
         tournaments = [
-            (record.timestamp, local_artifact_path(record.asset_materialization.metadata))
+            TournamentRecord(record.timestamp, local_artifact_path(record.asset_materialization.metadata), record.run_id,
+                             (record.event_log_entry.tags or {}).get("dagster/data_version", ""))
             for record in context.instance.fetch_materializations(
                 dg.AssetRecordsFilter(asset_key=TOURNAMENT, after_timestamp=start.timestamp(),
                                       before_timestamp=end.timestamp()), limit=100).records
         ]
         training = training_records(context.instance, list(training_keys), start.timestamp(), end.timestamp())
-        files = monthly_report(month, records, outputs_root() / "reports" / "monthly" / month, tournaments, training)
+        promoted = promoted_checkpoints(context.instance, list(promoted_keys))
+        files = monthly_report(month, records, outputs_root() / "reports" / "monthly" / month, tournaments, training, promoted)
+        context.log.info(f"monthly report for {month}: {files['markdown']} and {files['html']}")
         return Artifact(
             path=files["markdown"].parent,
             config={"month": month},
             facts={"n_evals": len(records), "evals": sorted({f"{r.env}/{r.model}" for r in records}),
                    "n_tournaments": len(tournaments), "training_runs": len(training),
-                   "cpu_hours": sum(r.cpu_hours for r in training), "gpu_hours": sum(r.gpu_hours for r in training)},
+                   "cpu_hours": sum(r.cpu_hours for r in training), "gpu_hours": sum(r.gpu_hours for r in training),
+                   "promoted_checkpoints": promoted},
             metadata={"n_evals": len(records), "html": dg.MetadataValue.path(str(files["html"]))},
             files=files,
         )

@@ -22,6 +22,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import dagster as dg
@@ -263,12 +264,17 @@ def lineage(
     asset_graph_or_defs: Any,
     key: str,
     partition: str | None = None,
+    *,
+    run_id: str | None = None,
+    data_version: str | None = None,
 ) -> LineageNode:
-    """The lineage tree of `key`'s latest materialization (of `partition`, if given).
+    """The lineage tree of `key`'s latest materialization (of `partition`, if given), or of
+    the one a run made (`run_id`, a prefix is enough) or with a data version (a prefix), at
+    any age: a number in an old report traces to what fed it then.
 
     Raises `UnknownAssetKeyError` for a key not in the graph, `LineageError` for a partition
-    given for an unpartitioned asset. An asset never materialized is returned as a node with
-    `materialized=False` and no parents.
+    given for an unpartitioned asset or a run / data version with no such materialization.
+    An asset never materialized is returned as a node with `materialized=False` and no parents.
     """
     graph = _asset_graph(asset_graph_or_defs)
     asset_key = dg.AssetKey.from_user_string(key.strip().strip("/"))
@@ -283,8 +289,17 @@ def lineage(
     records = log.records(asset_key, partition)
     if not records:
         return LineageNode(key=user_key, materialized=False, matched=None, match="none", partition=partition)
-    root = _node_from_record(user_key, records[0], matched=None, match="latest")
-    _expand(graph, log, root, records[0], (user_key,))
+    chosen = [
+        r for r in records
+        if (run_id is None or r.run_id.startswith(run_id)) and (data_version is None or (_data_version(r) or "").startswith(data_version))
+    ]
+    if not chosen:
+        wanted = " and ".join(f"{name} {value}" for name, value in (("run", run_id), ("data version", data_version)) if value)
+        recent = ", ".join(f"run {r.run_id[:8]} data version {(_data_version(r) or '-')[:12]}" for r in records[:3])
+        raise LineageError(f"no materialization of {user_key!r} has {wanted}; its newest: {recent}")
+    how = "latest" if chosen[0] is records[0] else "selected"
+    root = _node_from_record(user_key, chosen[0], matched=None, match=how)
+    _expand(graph, log, root, chosen[0], (user_key,))
     return root
 
 
@@ -325,14 +340,27 @@ def _line(node: LineageNode) -> str:
 
 
 def format_lineage(node: LineageNode) -> str:
-    """An indented tree, one line per node."""
+    """An indented tree, one line per materialization: one reached again by another path is
+    named, not repeated, and a node's never-materialized inputs share one line."""
     lines = [_line(node)]
+    shown: set[tuple[str, int | None]] = {(node.key, node.storage_id)}
 
     def children(parent: LineageNode, prefix: str) -> None:
-        for i, child in enumerate(parent.parents):
-            last = i == len(parent.parents) - 1
-            lines.append(prefix + ("└─ " if last else "├─ ") + _line(child))
-            children(child, prefix + ("   " if last else "│  "))
+        done = [child for child in parent.parents if child.materialized]
+        missing = [child.key for child in parent.parents if not child.materialized]
+        entries: list[tuple[str, LineageNode | None]] = [(_line(child), child) for child in done]
+        if missing:
+            entries.append((f"NEVER MATERIALIZED ({len(missing)}): {', '.join(missing)}", None))
+        for i, (text, child) in enumerate(entries):
+            last = i == len(entries) - 1
+            branch = prefix + ("└─ " if last else "├─ ")
+            if child is not None and (child.key, child.storage_id) in shown:
+                lines.append(f"{branch}{child.key}  (the same materialization as above)")
+                continue
+            lines.append(branch + text)
+            if child is not None:
+                shown.add((child.key, child.storage_id))
+                children(child, prefix + ("   " if last else "│  "))
 
     children(node, "")
     return "\n".join(lines)
@@ -361,19 +389,50 @@ def lineage_from_json(data: Mapping[str, Any]) -> LineageNode:
 # ---------------------------------------------------------------- CLI entry
 
 
-def main_lineage(key: str, partition: str | None = None, as_json: bool = False) -> int:
-    """`sv-dagster lineage KEY [--partition P] [--json]`: 0 printed, 2 on a key that is
-    unknown or never materialized (message on stderr)."""
+def report_row_asset(report: Path, line: int) -> tuple[str, str, str]:
+    """(asset key, run id prefix, data version prefix) of the table row at `line` of a
+    report written by `sv_dagster.core.reports`."""
+    from sv_dagster.core.audit import AuditError, report_file, table_rows
+
+    try:
+        path = report_file(report)
+    except AuditError as error:
+        raise LineageError(str(error)) from None
+    rows = {row.line: row for row in table_rows(path.read_text(encoding="utf-8"))}
+    row = rows.get(line)
+    if row is None or row.table == "other":
+        sourced = [n for n, r in rows.items() if r.table != "other"]
+        raise LineageError(f"{path}:{line} is not a sourced table row; rows at lines {sourced[:12]}")
+    run, version = row.cells.get("run", "-"), row.cells.get("data version", "-")
+    if run == "-":
+        raise LineageError(f"{path}:{line} names no run (a report written before rows carried one)")
+    if row.table == "tournament":
+        return "tournament/e5_e6", run, version
+    env = row.cells.get("env") or row.env
+    model = row.cells.get("model", "").removesuffix(" (sample)")
+    return f"eval/{env}/{model}", run, version
+
+
+def main_lineage(key: str, partition: str | None = None, as_json: bool = False, *, run_id: str | None = None,
+                 data_version: str | None = None, row: int | None = None) -> int:
+    """`sv-dagster lineage KEY [--partition P] [--run R] [--data-version V] [--json]`, or
+    `sv-dagster lineage REPORT --row LINE`: 0 printed, 2 on a key that is unknown or never
+    materialized, or a run, version or row that names no materialization (message on stderr)."""
     from sv_dagster.definitions import build_definitions
 
-    defs = build_definitions()
     try:
+        if row is not None:
+            key, run_id, data_version = report_row_asset(Path(key), row)
+        defs = build_definitions()
         instance = dg.DagsterInstance.get()
+    except LineageError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except dg.DagsterError as error:  # DAGSTER_HOME unset or its instance unreadable
         print(f"error: no Dagster instance: {error}", file=sys.stderr)
         return 2
     try:
-        node = lineage(instance, defs, key, partition)
+        node = lineage(instance, defs, key, partition, run_id=run_id, data_version=data_version)
     except LineageError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

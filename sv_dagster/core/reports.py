@@ -1,8 +1,10 @@
 """Weekly and monthly reports and per-environment scoreboards, from eval folders.
 
 Plain functions over `EvalRecord`s (one eval materialization each); the Dagster assets
-gather the records from the instance, so every number here traces to an eval table, and
-every table row links to the `summary.json` it came from.
+gather the records from the instance, so every number here traces to an eval table. Every
+table row links to the JSON it came from and names the Dagster run and data version of that
+materialization; the cells are rendered by `row_cells`, which `sv_dagster.core.audit` uses
+again to check a report against the files it cites.
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -29,28 +32,78 @@ class EvalRecord:
     summary: dict[str, Any]
     timestamp: float
     data_version: str
+    run_id: str = ""
 
     @property
     def when(self) -> str:
         return datetime.fromtimestamp(self.timestamp).strftime("%Y-%m-%d %H:%M")
 
 
-def load_record(env: str, model: str, run_dir: Path, timestamp: float, data_version: str) -> EvalRecord:
+def load_record(env: str, model: str, run_dir: Path, timestamp: float, data_version: str, run_id: str = "") -> EvalRecord:
     summary = json.loads((run_dir / "summary.json").read_text())
-    return EvalRecord(env, model, run_dir, summary, timestamp, data_version)
+    return EvalRecord(env, model, run_dir, summary, timestamp, data_version, run_id)
+
+
+@dataclass(frozen=True)
+class TournamentRecord:
+    """One E5<->E6 tournament materialization: its folder holds `tournament.json`."""
+
+    timestamp: float
+    path: Path
+    run_id: str = ""
+    data_version: str = ""
+
+
+RUN_ID_SHOWN = 8  # characters of a Dagster run id in a table; enough to find the run
+DATA_VERSION_SHOWN = 12
+
+
+def source_cells(run_id: str, data_version: str) -> str:
+    """The run and data version cells of a row (short forms; the audit compares prefixes)."""
+    return f"{run_id[:RUN_ID_SHOWN] or '-'} | {data_version[:DATA_VERSION_SHOWN] or '-'}"
 
 
 def _fmt(value: Any, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
 
 
-def _ci(record: EvalRecord, metric: str) -> str:
-    ci = (record.summary.get("ci95") or {}).get(metric)
-    return f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "-"
-
-
 def _link(record: EvalRecord, base: Path) -> str:
     return os.path.relpath(record.run_dir / "summary.json", base)
+
+
+def _ci_of(summary: dict[str, Any], key: str) -> list[float] | None:
+    return (summary.get("ci95") or {}).get(key)
+
+
+def _delta(now: Any, before: Any) -> str:
+    return f"{now - before:+.3f}" if isinstance(now, (int, float)) and isinstance(before, (int, float)) else "-"
+
+
+def _curve(tournament: dict[str, Any]) -> str:
+    return " -> ".join(f"{r['attacker_success_rate']:.2f}" for r in tournament.get("rounds", [])
+                       if r.get("attacker_success_rate") is not None)
+
+
+def row_cells(table: str, env: str) -> dict[str, Any]:
+    """Column title -> how its cell is rendered from the JSON files the row cites (the eval's
+    summary first; the weekly table's previous summary second). Reports render these cells
+    with it, and the audit renders them again to compare."""
+    if table == "tournament":
+        return {"success per round": lambda cited: _curve(cited[0])}
+    mean = {"mean reward [95% CI]": lambda cited: _with_ci(cited[0].get("mean_reward"), _ci_of(cited[0], "mean_reward"))}
+    if table == "weekly":
+        return {
+            **mean,
+            "previous": lambda cited: _fmt(cited[1].get("mean_reward")) if len(cited) > 1 else "-",
+            "delta": lambda cited: _delta(cited[0].get("mean_reward"), cited[1].get("mean_reward")) if len(cited) > 1 else "-",
+            "accuracy [95% CI]": lambda cited: _with_ci(cited[0].get("accuracy"), _ci_of(cited[0], "accuracy")),
+        }
+    cells = dict(mean)
+    for title, key in headline_columns(env):
+        cells[f"{title} [95% CI]"] = lambda cited, key=key: _with_ci(cited[0].get(key), _ci_of(cited[0], key))
+    cells["n"] = lambda cited: _fmt(cited[0].get("n_examples"))
+    cells["errors"] = lambda cited: _fmt(cited[0].get("n_errors"))
+    return cells
 
 
 def scoreboard(records: Sequence[EvalRecord]) -> list[dict[str, Any]]:
@@ -74,6 +127,7 @@ def scoreboard(records: Sequence[EvalRecord]) -> list[dict[str, Any]]:
             "sample": r.summary.get("sample"),
             "eval_dir": str(r.run_dir),
             "data_version": r.data_version,
+            "run_id": r.run_id,
             # The environment's own headline metrics (E2 finding F1, E3 fix rate, ...) with CIs.
             "metrics": {key: r.summary.get(key) for _, key in headline_columns(r.env)},
             "metrics_ci95": {key: (r.summary.get("ci95") or {}).get(key) for _, key in headline_columns(r.env)},
@@ -93,21 +147,22 @@ def headline_columns(env: str) -> list[tuple[str, str]]:
 
 
 def scoreboard_markdown(env: str, rows: list[dict[str, Any]], base: Path) -> str:
-    columns = headline_columns(env)
+    """One table row per model, its cells rendered from the `summary.json` it links to."""
+    cells = row_cells("scoreboard", env)
     lines = [
         f"# Scoreboard: {env}",
         "",
-        "| # | model | mean reward [95% CI] | " + " | ".join(f"{title} [95% CI]" for title, _ in columns)
-        + " | n | errors | eval |",
-        "|---" * (len(columns) + 6) + "|",
+        "| # | model | " + " | ".join(cells) + " | run | data version | eval |",
+        "|---" * (len(cells) + 5) + "|",
     ]
     for rank, row in enumerate(rows, start=1):
-        cells = [_with_ci(row["mean_reward"], row["mean_reward_ci95"])]
-        cells += [_with_ci(row["metrics"].get(key), row["metrics_ci95"].get(key)) for _, key in columns]
+        summary_path = Path(row["eval_dir"]) / "summary.json"
+        summary = json.loads(summary_path.read_text())
         lines.append(
-            f"| {rank} | {row['model']}{' (sample)' if row['sample'] else ''} | " + " | ".join(cells)
-            + f" | {row['n_examples']} | {row['n_errors']} |"
-            f" [summary]({os.path.relpath(Path(row['eval_dir']) / 'summary.json', base)}) |"
+            f"| {rank} | {row['model']}{' (sample)' if row['sample'] else ''} | "
+            + " | ".join(render([summary]) for render in cells.values())
+            + f" | {source_cells(row.get('run_id') or '', row.get('data_version') or '')}"
+            f" | [summary]({os.path.relpath(summary_path, base)}) |"
         )
     return "\n".join(lines) + "\n"
 
@@ -129,19 +184,20 @@ def weekly_markdown(
     lines = [f"# Weekly report {week}", ""]
     if any(r.summary.get("sample") for r in records):
         lines += ["> Numbers computed on bundled SAMPLE data, not the real corpora.", ""]
+    cells = row_cells("weekly", "")
     lines += [
         "## Reward deltas",
         "",
-        "| env | model | mean reward [95% CI] | previous | delta | accuracy [95% CI] | eval |",
-        "|---|---|---|---|---|---|---|",
+        "| env | model | " + " | ".join(cells) + " | run | data version | eval |",
+        "|---" * (len(cells) + 5) + "|",
     ]
     for r in sorted(records, key=lambda r: (r.env, r.model)):
         prev = previous.get((r.env, r.model))
-        now, before = r.summary.get("mean_reward"), prev.summary.get("mean_reward") if prev else None
-        delta = f"{now - before:+.3f}" if now is not None and before is not None else "-"
+        cited = [r.summary, *([prev.summary] if prev else [])]
+        links = f"[summary]({_link(r, base)})" + (f" [previous]({_link(prev, base)})" if prev else "")
         lines.append(
-            f"| {r.env} | {r.model} | {_fmt(now)} {_ci(r, 'mean_reward')} | {_fmt(before)} | {delta} |"
-            f" {_fmt(r.summary.get('accuracy'))} {_ci(r, 'accuracy')} | [summary]({_link(r, base)}) |"
+            f"| {r.env} | {r.model} | " + " | ".join(render(cited) for render in cells.values())
+            + f" | {source_cells(r.run_id, r.data_version)} | {links} |"
         )
     regressions = [(key, gate) for key, gate in gates.items() if gate.get("failures")]
     lines += ["", "## Regressions", ""]
@@ -193,12 +249,13 @@ class TrainingRecord:
     cpu_hours: float
     gpu_hours: float
     path: str
+    timestamp: float = 0.0
 
 
 def training_compute(records: Sequence[TrainingRecord]) -> list[dict[str, Any]]:
-    """Wall time and CPU/GPU hours summed per (model, environment)."""
+    """Wall time and CPU/GPU hours summed per (model, environment); `checkpoints` oldest first."""
     totals: dict[tuple[str, str], dict[str, Any]] = {}
-    for r in records:
+    for r in sorted(records, key=lambda r: r.timestamp):
         row = totals.setdefault((r.model, r.env), {"model": r.model, "env": r.env, "runs": 0, "wall_seconds": 0.0,
                                                    "cpu_hours": 0.0, "gpu_hours": 0.0, "checkpoints": []})
         row["runs"] += 1
@@ -209,14 +266,24 @@ def training_compute(records: Sequence[TrainingRecord]) -> list[dict[str, Any]]:
     return [totals[key] for key in sorted(totals)]
 
 
+def current_checkpoint(row: dict[str, Any], promoted: Mapping[str, str]) -> tuple[str, str]:
+    """(path, how) of the checkpoint a training-compute row shows: the environment's promoted
+    one when this row trained it, else the newest this month (not promoted)."""
+    chosen = promoted.get(row["env"])
+    if chosen and chosen in row["checkpoints"]:
+        return chosen, "promoted"
+    return row["checkpoints"][-1], "newest, not promoted"
+
+
 def monthly_report(
-    month: str, records: Sequence[EvalRecord], out_dir: Path, tournaments: Sequence[tuple[float, Path]] = (),
-    training: Sequence[TrainingRecord] = (),
+    month: str, records: Sequence[EvalRecord], out_dir: Path, tournaments: Sequence[TournamentRecord] = (),
+    training: Sequence[TrainingRecord] = (), promoted: Mapping[str, str] | None = None,
 ) -> dict[str, Path]:
     """Markdown + HTML with PNG plots: reliability diagrams, reward trends per model and
-    env, cost per model, the attacker success curves of the month's E5<->E6 tournaments
-    (`tournaments`: (timestamp, tournament folder)), and the training compute per model and
-    environment. Returns the files written."""
+    env, cost per model, the attacker success curves of the month's E5<->E6 tournaments, and
+    the training compute per model and environment (`promoted`: env -> the promoted
+    checkpoint's path). Links are relative to `out_dir`, so the folder can be moved.
+    Returns the files written."""
     import matplotlib
 
     matplotlib.use("Agg")  # no display here or on servers
@@ -232,13 +299,7 @@ def monthly_report(
         latest = {row["model"]: row for row in scoreboard(env_records)}
         curves = {model: reliability_points(Path(row["eval_dir"])) for model, row in latest.items()}
         if any(curves.values()):  # labelling environments (E1, E4); E2/E3 answers carry no label
-            fig, ax = plt.subplots(figsize=(5, 5))
-            ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
-            for model, points in curves.items():
-                if points:
-                    ax.plot([p[0] for p in points], [p[1] for p in points], "o-", label=model)
-            ax.set(xlabel="confidence", ylabel="accuracy", title=f"Reliability: {env}", xlim=(0, 1), ylim=(0, 1))
-            ax.legend(fontsize=7)
+            fig = reliability_figure(plt, env, curves)
             files[f"reliability_{env}"] = out_dir / f"reliability-{env}.png"
             fig.savefig(files[f"reliability_{env}"], dpi=90, bbox_inches="tight")
             plt.close(fig)
@@ -259,9 +320,7 @@ def monthly_report(
     costs: dict[str, float] = defaultdict(float)
     for record in records:
         costs[record.model] += record.summary.get("total_cost_usd") or 0.0
-    fig, ax = plt.subplots(figsize=(6, 3))
-    ax.bar(list(costs), list(costs.values()))
-    ax.set(ylabel="USD", title=f"Model cost, {month}")
+    fig = cost_figure(plt, month, costs)
     files["cost"] = out_dir / "cost-per-model.png"
     fig.savefig(files["cost"], dpi=90, bbox_inches="tight")
     plt.close(fig)
@@ -281,28 +340,28 @@ def monthly_report(
     md += ["", "## Training compute", ""]
     compute = training_compute(training)
     if compute:
-        md += ["| model | env | runs | wall time (s) | CPU hours | GPU hours | latest checkpoint |", "|---|---|---|---|---|---|---|"]
-        md += [f"| {row['model']} | {row['env']} | {row['runs']} | {row['wall_seconds']:.1f} | {row['cpu_hours']:.4f} | "
-               f"{row['gpu_hours']:.4f} | [{Path(row['checkpoints'][-1]).name}]({row['checkpoints'][-1]}) |" for row in compute]
+        md += ["| model | env | runs | wall time (s) | CPU hours | GPU hours | current checkpoint |", "|---|---|---|---|---|---|---|"]
+        for row in compute:
+            path, how = current_checkpoint(row, promoted or {})
+            md.append(f"| {row['model']} | {row['env']} | {row['runs']} | {row['wall_seconds']:.1f} | {row['cpu_hours']:.4f} | "
+                      f"{row['gpu_hours']:.4f} | [{Path(path).name}]({os.path.relpath(path, out_dir)}) ({how}) |")
         md += ["", f"Total: {sum(r['cpu_hours'] for r in compute):.4f} CPU hours, "
                    f"{sum(r['gpu_hours'] for r in compute):.4f} GPU hours.", ""]
     else:
         md += ["No training ran this month.", ""]
     md += ["", "## Attacker success (E5<->E6 tournaments)", ""]
-    loaded = [(ts, path, json.loads((path / "tournament.json").read_text())) for ts, path in tournaments
-              if (path / "tournament.json").exists()]
+    loaded = [(t, json.loads((t.path / "tournament.json").read_text())) for t in tournaments
+              if (t.path / "tournament.json").exists()]
     if loaded:
-        fig, ax = plt.subplots(figsize=(6, 3.5))
-        md += ["| date | attacker | defender | success per round | judged by | tournament |", "|---|---|---|---|---|---|"]
-        for ts, path, data in sorted(loaded, key=lambda item: item[0]):
-            label = f"{datetime.fromtimestamp(ts):%m-%d %H:%M} {data['attacker']['name']} vs {data['defender']['name']}"
-            rounds = data["rounds"]
-            ax.plot([r["round"] for r in rounds], [r["attacker_success_rate"] for r in rounds], "o-", label=label)
-            curve = " -> ".join(f"{r['attacker_success_rate']:.2f}" for r in rounds if r["attacker_success_rate"] is not None)
-            md.append(f"| {datetime.fromtimestamp(ts):%Y-%m-%d} | {data['attacker']['name']} | {data['defender']['name']} "
-                      f"| {curve} | {data.get('classifier')} | [summary]({path / 'tournament.json'}) |")
-        ax.set(xlabel="round", ylabel="attacker success", ylim=(-0.02, 1.02), title="Attacker success per round")
-        ax.legend(fontsize=6)
+        cells = row_cells("tournament", "")
+        md += ["| date | attacker | defender | " + " | ".join(cells) + " | judged by | run | data version | tournament |",
+               "|---" * (len(cells) + 7) + "|"]
+        loaded.sort(key=lambda item: item[0].timestamp)
+        for t, data in loaded:
+            md.append(f"| {datetime.fromtimestamp(t.timestamp):%Y-%m-%d} | {data['attacker']['name']} | {data['defender']['name']} "
+                      f"| " + " | ".join(render([data]) for render in cells.values()) + f" | {data.get('classifier')} "
+                      f"| {source_cells(t.run_id, t.data_version)} | [summary]({os.path.relpath(t.path / 'tournament.json', out_dir)}) |")
+        fig = attacker_success_figure(plt, [(t.timestamp, data) for t, data in loaded])
         files["attacker_success"] = out_dir / "attacker-success.png"
         fig.savefig(files["attacker_success"], dpi=90, bbox_inches="tight")
         plt.close(fig)
@@ -314,6 +373,63 @@ def monthly_report(
     files["html"] = out_dir / "report.html"
     write_redacted(files["html"], _html(month, md))
     return files
+
+
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+_DASHES = ("-", "--", "-.", ":")
+
+
+def reliability_figure(plt: Any, env: str, curves: Mapping[str, list[tuple[float, float, int]]]) -> Any:
+    """Accuracy against confidence per model; each point is labelled with its bin's count."""
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
+    plotted = [(model, points) for model, points in curves.items() if points]
+    for i, (model, points) in enumerate(plotted):
+        # Models often agree bin for bin: distinct markers and dashes, slightly transparent,
+        # keep every line visible.
+        ax.plot([p[0] for p in points], [p[1] for p in points], marker=_MARKERS[i % len(_MARKERS)],
+                linestyle=_DASHES[i % len(_DASHES)], alpha=0.75, label=f"{model} (n={sum(p[2] for p in points)})")
+        for x, y, n in points:
+            ax.annotate(str(n), (x, y), textcoords="offset points", xytext=(4, 3 + 7 * (i % 3)), fontsize=6)
+    ax.set(xlabel="confidence (label: examples in the bin)", ylabel="accuracy", title=f"Reliability: {env}",
+           xlim=(0, 1.05), ylim=(0, 1.08))
+    ax.legend(fontsize=7)
+    return fig
+
+
+def attacker_success_figure(plt: Any, tournaments: Sequence[tuple[float, dict[str, Any]]]) -> Any:
+    """Attacker success per round, one line per tournament; rounds are whole numbers."""
+    from matplotlib.ticker import MaxNLocator
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for timestamp, data in tournaments:
+        label = f"{datetime.fromtimestamp(timestamp):%m-%d %H:%M} {data['attacker']['name']} vs {data['defender']['name']}"
+        rounds = data["rounds"]
+        ax.plot([r["round"] for r in rounds], [r["attacker_success_rate"] for r in rounds], "o-", label=label)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set(xlabel="round", ylabel="attacker success", ylim=(-0.02, 1.02), title="Attacker success per round")
+    ax.legend(fontsize=6)
+    return fig
+
+
+def cost_figure(plt: Any, month: str, costs: Mapping[str, float]) -> Any:
+    """Horizontal bars, one per model with its amount, so long names never overlap; a month
+    with no priced call says so instead of drawing empty axes."""
+    priced = sorted(((model, cost) for model, cost in costs.items() if cost > 0), key=lambda item: item[1])
+    fig, ax = plt.subplots(figsize=(6, max(1.6, 0.35 * len(priced) + 1)))
+    if priced:
+        bars = ax.barh([model for model, _ in priced], [cost for _, cost in priced])
+        ax.bar_label(bars, labels=[f"${cost:.4f}" for _, cost in priced], fontsize=7, padding=2)
+        ax.set(xlabel="USD", title=f"Model cost, {month}")
+        ax.margins(x=0.25)
+        ax.tick_params(axis="y", labelsize=7)
+    else:
+        unpriced = ", ".join(sorted(costs)) or "none"
+        ax.text(0.5, 0.5, f"No priced calls in {month}.\nModels evaluated (all free or local): {unpriced}",
+                ha="center", va="center", wrap=True, fontsize=8, transform=ax.transAxes)
+        ax.set_axis_off()
+        ax.set_title(f"Model cost, {month}")
+    return fig
 
 
 def _html(month: str, markdown_lines: list[str]) -> str:
@@ -329,14 +445,7 @@ def _html(month: str, markdown_lines: list[str]) -> str:
             body.append(f'<img alt="{html.escape(alt)}" src="{html.escape(src.rstrip(")"))}">')
         elif block.startswith("|") and not block.startswith("|---"):
             cells = [c.strip() for c in block.strip("|").split("|")]
-            rendered = []
-            for cell in cells:
-                if cell.startswith("[summary](") and cell.endswith(")"):
-                    href = html.escape(cell[len("[summary]("):-1])
-                    rendered.append(f'<td><a href="{href}">summary</a></td>')
-                else:
-                    rendered.append(f"<td>{html.escape(cell)}</td>")
-            body.append("<tr>" + "".join(rendered) + "</tr>")
+            body.append("<tr>" + "".join(f"<td>{_html_cell(cell)}</td>" for cell in cells) + "</tr>")
         elif block.strip():
             body.append(f"<p>{html.escape(block.lstrip('> -'))}</p>")
     page = "\n".join(body)
@@ -345,6 +454,19 @@ def _html(month: str, markdown_lines: list[str]) -> str:
         "<style>body{font-family:sans-serif;max-width:1000px;margin:auto}td{border:1px solid #ccc;padding:2px 6px}"
         f"table{{border-collapse:collapse}}</style></head><body>\n{_close_tables(page)}\n</body></html>\n"
     )
+
+
+MARKDOWN_LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def _html_cell(cell: str) -> str:
+    """A table cell's text, escaped, with its Markdown links as anchors."""
+    out, end = [], 0
+    for match in MARKDOWN_LINK.finditer(cell):
+        out.append(html.escape(cell[end:match.start()]))
+        out.append(f'<a href="{html.escape(match.group(2))}">{html.escape(match.group(1))}</a>')
+        end = match.end()
+    return "".join(out) + html.escape(cell[end:])
 
 
 def _close_tables(page: str) -> str:

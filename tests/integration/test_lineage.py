@@ -173,7 +173,12 @@ def test_monthly_report_lineage_reaches_the_corpora(isolated: Path):
     assert only(tree, "dataset/e1").data_version == data_version(latest(instance, "dataset/e1"))
     text = format_lineage(tree)
     assert "├─ corpus/iot23  data_version=" in text
-    assert "eval/e2/heuristic  NEVER MATERIALIZED  (child recorded never materialized)" in text
+    # Compact: each materialization once, the report's never-materialized inputs on one line.
+    lines = text.splitlines()
+    assert sum(line.endswith(corpus.time_iso) and "corpus/iot23  data_version=" in line for line in lines) == 1
+    (folded,) = [line for line in lines if "NEVER MATERIALIZED" in line]
+    assert folded.startswith("└─ NEVER MATERIALIZED (") and "eval/e2/heuristic" in folded and "tournament/e5_e6" in folded
+    assert len(lines) == 1 + 1 + 1 + 1 + len(E1_CORPORA)  # report, eval, dataset, folded line, corpora
     assert lineage_from_json(json.loads(json.dumps(lineage_json(tree)))) == tree
 
 
@@ -182,3 +187,40 @@ def test_the_cli_subcommand_reaches_it(isolated, capsys):
 
     assert main(["lineage", "eval/e1/heuristc"]) == 2
     assert "did you mean: eval/e1/heuristic" in capsys.readouterr().err
+
+
+def test_a_report_row_traces_to_the_eval_that_fed_it_after_the_eval_is_run_again(isolated: Path, capsys):
+    """The scoreboard's row names its run; after a re-run on a new split, the row still
+    traces to the old eval and the dataset version it consumed, and still audits clean."""
+    from sv_dagster.cli import main
+    from sv_dagster.core.audit import table_rows
+
+    instance = dg.DagsterInstance.get()
+    defs = build_definitions()
+    first = materialize(defs, [*E1_PATH, "reports/scoreboard"], instance)
+    assert first.success
+    old_dataset = data_version(latest(instance, "dataset/e1"))
+    old_eval = data_version(latest(instance, "eval/e1/heuristic"))
+    report = isolated / "outputs" / "reports" / "scoreboard" / "e1.md"
+    (row,) = [r for r in table_rows(report.read_text()) if r.table == "scoreboard"]
+    assert row.cells["run"] == first.run_id[:8] and old_eval.startswith(row.cells["data version"])
+
+    again = materialize(defs, ["dataset/e1", "eval/e1/heuristic"], instance,
+                        run_config={"ops": {"dataset__e1": {"config": {"test_frac": 0.3}}}})
+    assert again.success and data_version(latest(instance, "eval/e1/heuristic")) != old_eval
+
+    assert main(["lineage", str(report), "--row", str(row.line), "--json"]) == 0
+    tree = lineage_from_json(json.loads(capsys.readouterr().out))
+    assert tree.key == "eval/e1/heuristic" and tree.run_id == first.run_id and tree.data_version == old_eval
+    assert tree.match == "selected" and only(tree, "dataset/e1").data_version == old_dataset
+    assert lineage(instance, defs, "eval/e1/heuristic", data_version=old_eval[:12]).run_id == first.run_id
+    assert lineage(instance, defs, "eval/e1/heuristic").run_id == again.run_id
+
+    assert main(["audit", str(report)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1].startswith(f"OK: {report}: 1 sourced rows") and out[0] == f"  line {row.line:<4} e1 / heuristic (sample)  run {first.run_id[:8]}"
+    assert main(["lineage", "eval/e1/heuristic", "--run", "0000dead"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: no materialization of 'eval/e1/heuristic' has run 0000dead; its newest: run ")
+    assert main(["lineage", str(report), "--row", "1"]) == 2
+    assert "is not a sourced table row; rows at lines [" in capsys.readouterr().err

@@ -1,0 +1,192 @@
+"""Reports name the run and data version of every sourced row, link relative to themselves,
+and `audit` renders each row again from the files it cites: a changed summary, a changed
+file beside it, or a missing one is a mismatch naming the line; a moved report still audits.
+Also the monthly report's current checkpoint and its plots."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import matplotlib
+import pytest
+
+from sv_dagster.core.audit import audit_report, main_audit, table_rows
+from sv_dagster.core.provenance import content_hash
+from sv_dagster.core.reports import (
+    EvalRecord,
+    TournamentRecord,
+    TrainingRecord,
+    attacker_success_figure,
+    cost_figure,
+    load_record,
+    monthly_report,
+    reliability_figure,
+    scoreboard,
+    scoreboard_markdown,
+    weekly_markdown,
+)
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+RUN_A, RUN_B, RUN_OLD = "aaaa1111-0000-4000-8000-000000000001", "bbbb2222-0000-4000-8000-000000000002", "cccc3333-0000"
+
+
+def write_eval(folder: Path, model: str, mean_reward: float, accuracy: float, cost: float = 0.0) -> Path:
+    folder.mkdir(parents=True)
+    rows = [{"id": f"x{i}", "answer": "Anomalous", "parsed": {"label": "Anomalous", "confidence": 0.9}, "error": None}
+            for i in range(4)]
+    (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    summary = {"model": model, "mean_reward": mean_reward, "accuracy": accuracy, "n_examples": 4, "n_errors": 0,
+               "ci95": {"mean_reward": [mean_reward - 0.1, mean_reward + 0.1], "accuracy": [accuracy - 0.2, 1.0]},
+               "total_cost_usd": cost, "ece": 0.05}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+def record(folder: Path, model: str, timestamp: float, run_id: str) -> EvalRecord:
+    return load_record("e1", model, folder, timestamp, content_hash([folder]), run_id)
+
+
+@pytest.fixture
+def outputs(tmp_path: Path) -> Path:
+    root = tmp_path / "outputs"
+    old = write_eval(root / "evals" / "e1--heuristic" / "old", "heuristic", 0.40, 0.50)
+    new = write_eval(root / "evals" / "e1--heuristic" / "new", "heuristic", 0.55, 0.75)
+    oracle = write_eval(root / "evals" / "e1--oracle" / "r1", "oracle", 1.0, 1.0, cost=0.0123)
+    records = [record(old, "heuristic", 1_000, RUN_OLD), record(new, "heuristic", 2_000, RUN_A),
+               record(oracle, "oracle", 2_000, RUN_B)]
+    latest = [records[1], records[2]]
+    weekly = root / "reports" / "weekly"
+    weekly.mkdir(parents=True)
+    (weekly / "2026-W48.md").write_text(weekly_markdown("2026-W48", latest, {("e1", "heuristic"): records[0]}, {}, weekly))
+    board = root / "reports" / "scoreboard"
+    board.mkdir(parents=True)
+    (board / "e1.md").write_text(scoreboard_markdown("e1", scoreboard(latest), board))
+    tournament = root / "tournaments" / "t1"
+    tournament.mkdir(parents=True)
+    (tournament / "tournament.json").write_text(json.dumps({
+        "attacker": {"name": "heuristic"}, "defender": {"name": "heuristic"}, "classifier": "rules",
+        "rounds": [{"round": 1, "attacker_success_rate": 0.5}, {"round": 2, "attacker_success_rate": 0.25}]}))
+    stage1 = root / "checkpoints" / "rlft_stage1" / "e1" / "run1"
+    sft = root / "checkpoints" / "sft" / "e1" / "run0"
+    training = [TrainingRecord("checkpoint/e1/sft", "tiny", "e1", 10, 0.01, 0, str(sft), timestamp=1_000),
+                TrainingRecord("checkpoint/e1/rlft_stage1", "tiny", "e1", 10, 0.01, 0, str(stage1), timestamp=900)]
+    monthly_report("2026-11", records, root / "reports" / "monthly" / "2026-11",
+                   [TournamentRecord(1_500, tournament, RUN_B, content_hash([tournament]))], training,
+                   promoted={"e1": str(stage1)})
+    return root
+
+
+REPORTS = ["reports/weekly/2026-W48.md", "reports/scoreboard/e1.md", "reports/monthly/2026-11/report.md"]
+
+
+@pytest.mark.parametrize("report", REPORTS)
+def test_every_sourced_row_names_its_run_and_data_version_and_audits_clean(outputs: Path, report: str, capsys):
+    path = outputs / report
+    rows = [row for row in table_rows(path.read_text()) if row.table != "other"]
+    assert rows, "no sourced rows"
+    for row in rows:
+        assert row.cells["run"] in (RUN_A[:8], RUN_B[:8]), row
+        assert len(row.cells["data version"]) == 12
+    result = audit_report(path)
+    assert result.ok, result.problems
+    assert result.rows == len(rows) and result.cells >= 3 * len(rows)
+    assert main_audit(str(path)) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith(f"OK: {path}: {len(rows)} sourced rows")
+
+
+def test_weekly_rows_cite_the_previous_eval_behind_their_delta(outputs: Path):
+    (row,) = [r for r in table_rows((outputs / REPORTS[0]).read_text()) if r.table == "weekly" and r.cells["model"] == "heuristic"]
+    assert row.cells["previous"] == "0.400" and row.cells["delta"] == "+0.150"
+    assert "[previous](../../evals/e1--heuristic/old/summary.json)" in row.cells["eval"]
+
+
+@pytest.mark.parametrize("report", REPORTS)
+def test_a_summary_changed_after_the_report_fails_the_audit_naming_line_and_cell(outputs: Path, report: str, capsys):
+    summary = outputs / "evals" / "e1--heuristic" / "new" / "summary.json"
+    data = json.loads(summary.read_text())
+    data["mean_reward"] = 0.95
+    summary.write_text(json.dumps(data))
+    path = outputs / report
+    result = audit_report(path)
+    line = next(r.line for r in table_rows(path.read_text()) if r.cells.get("model") == "heuristic")
+    assert any(p.startswith(f"{path.name}:{line}: mean reward [95% CI] shows '0.550 [0.450, 0.650]'") and "'0.950" in p
+               for p in result.problems), result.problems
+    assert any(p.startswith(f"{path.name}:{line}: data version") for p in result.problems)
+    assert main_audit(str(path)) == 1
+    out = capsys.readouterr().out
+    assert out.splitlines()[-1].startswith(f"FAILED: {path}") and "MISMATCH" in out
+
+
+def test_a_changed_file_beside_the_summary_fails_on_its_hash_alone(outputs: Path):
+    with (outputs / "evals" / "e1--oracle" / "r1" / "results.jsonl").open("a") as handle:
+        handle.write('{"id": "forged"}\n')
+    problems = audit_report(outputs / REPORTS[1]).problems
+    assert len(problems) == 1 and "data version" in problems[0] and "e1--oracle" in problems[0]
+
+
+def test_a_missing_source_and_an_unreadable_report_are_reported(outputs: Path, capsys):
+    shutil.rmtree(outputs / "tournaments" / "t1")
+    problems = audit_report(outputs / "reports" / "monthly" / "2026-11").problems
+    assert len(problems) == 1 and "tournament.json, which is not there" in problems[0]
+    assert main_audit(str(outputs / "reports" / "nope.md")) == 2
+    assert capsys.readouterr().err.strip() == f"error: {outputs / 'reports' / 'nope.md'}: no such report"
+
+
+def test_a_moved_outputs_folder_still_audits_because_links_are_relative(outputs: Path, tmp_path: Path):
+    moved = tmp_path / "published"
+    shutil.move(outputs, moved)
+    for report in REPORTS:
+        assert audit_report(moved / report).ok
+    html = (moved / "reports" / "monthly" / "2026-11" / "report.html").read_text()
+    assert str(tmp_path) not in html and str(tmp_path) not in (moved / REPORTS[2]).read_text()
+    assert '<a href="../../../evals/e1--oracle/r1/summary.json">summary</a>' in html
+
+
+def test_the_monthly_report_shows_the_promoted_checkpoint_as_current(outputs: Path):
+    text = (outputs / REPORTS[2]).read_text()
+    # The SFT checkpoint is the newest this month, but the stage-1 one is promoted.
+    assert "[run1](../../../checkpoints/rlft_stage1/e1/run1) (promoted) |" in text
+    assert "run0" not in text
+
+
+def test_without_a_promotion_the_newest_checkpoint_is_shown_and_said_to_be_unpromoted(tmp_path: Path):
+    training = [TrainingRecord("checkpoint/e1/sft", "tiny", "e1", 1, 0.1, 0, str(tmp_path / "new"), timestamp=2),
+                TrainingRecord("checkpoint/e1/sft", "tiny", "e1", 1, 0.1, 0, str(tmp_path / "old"), timestamp=1)]
+    files = monthly_report("2026-11", [], tmp_path / "report", training=training)
+    assert "[new](../new) (newest, not promoted) |" in files["markdown"].read_text()
+
+
+def test_cost_plot_draws_one_labelled_bar_per_priced_model_or_says_none_was_priced():
+    fig = cost_figure(plt, "2026-11", {"a-very-long-model-name": 0.25, "b": 0.0, "c": 1.5})
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a-very-long-model-name", "c"]
+    assert sorted(t.get_text() for t in ax.texts) == ["$0.2500", "$1.5000"]
+    plt.close(fig)
+    fig = cost_figure(plt, "2026-11", {"heuristic": 0.0, "oracle": 0.0})
+    (ax,) = fig.axes
+    assert not ax.patches and "No priced calls in 2026-11" in ax.texts[0].get_text() and "heuristic, oracle" in ax.texts[0].get_text()
+    plt.close(fig)
+
+
+def test_attacker_success_ticks_are_whole_rounds():
+    rounds = [{"round": r, "attacker_success_rate": 0.1 * r} for r in (1, 2, 3)]
+    fig = attacker_success_figure(plt, [(0.0, {"attacker": {"name": "a"}, "defender": {"name": "d"}, "rounds": rounds})])
+    fig.canvas.draw()
+    ticks = [t for t in fig.axes[0].get_xticks() if 1 <= t <= 3]
+    assert ticks == [1.0, 2.0, 3.0]
+    plt.close(fig)
+
+
+def test_reliability_points_carry_their_bin_counts_and_overlapping_lines_stay_distinct():
+    same = [(0.55, 0.5, 12), (0.95, 0.9, 30)]
+    fig = reliability_figure(plt, "e1", {"heuristic": same, "heuristic_copy": same})
+    ax = fig.axes[0]
+    lines = ax.get_lines()[1:]  # after the diagonal
+    assert len({(line.get_marker(), line.get_linestyle()) for line in lines}) == 2
+    assert sorted(t.get_text() for t in ax.texts) == ["12", "12", "30", "30"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()][1:] == ["heuristic (n=42)", "heuristic_copy (n=42)"]
+    plt.close(fig)
