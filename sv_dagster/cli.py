@@ -1,5 +1,7 @@
 """`sv-dagster` command line.
 
+    sv-dagster [--verbose] COMMAND    runs show progress and results on the console (INFO);
+                                      --verbose adds Dagster's step-by-step events (DEBUG)
     sv-dagster demo [--job demo]      run a job in-process on the project's instance and
                                       print each eval's headline metrics and artifact paths
     sv-dagster eval e1 --models heuristic gpt-5-mini [--n 32] [--seed 42] [--include-tools false]
@@ -63,8 +65,10 @@ def format_table(
     return "\n".join(lines)
 
 
-QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-"""Step-by-step DEBUG events stay in the instance (and the UI); the console gets the table."""
+def console_logs(verbose: bool = False) -> dict[str, Any]:
+    """Run config of the in-process runs: the console shows our INFO lines (progress, results);
+    Dagster's step-by-step events are DEBUG, shown with `--verbose` (all stay in the instance)."""
+    return {"loggers": {"console": {"config": {"log_level": "DEBUG" if verbose else "INFO"}}}}
 
 
 def _shown(path: Path) -> Path:
@@ -155,23 +159,24 @@ def _report(result, title: str, started: float) -> int:
     return 0
 
 
-def run_demo(job_name: str) -> int:
+def run_demo(job_name: str, verbose: bool = False) -> int:
     import dagster as dg
 
     from sv_dagster.definitions import build_definitions
 
     started = time.perf_counter()
     job = build_definitions().resolve_job_def(job_name)
-    result = job.execute_in_process(instance=_instance(), run_config=QUIET, raise_on_error=False, tags=owner_tags())
+    result = job.execute_in_process(instance=_instance(), run_config=console_logs(verbose), raise_on_error=False,
+                                    tags=owner_tags())
     code = _report(result, job_name, started)
     if job_name == "demo" and code == 0:  # the synthetic batches are daily partitions: a run of their own
         from sv_dagster.jobs.synthetic import run_synthetic_demo
 
-        ok, text = run_synthetic_demo(dg.DagsterInstance.get(), run_config=QUIET)
+        ok, text = run_synthetic_demo(dg.DagsterInstance.get(), run_config=console_logs(verbose))
         print(text)
         code = 0 if ok else 1
     if job_name == "demo" and code == 0:  # then the training chain on the synthetic + curated E1 data
-        code = run_training_demo("e1")
+        code = run_training_demo("e1", verbose)
     return code
 
 
@@ -217,14 +222,14 @@ def training_text(result, env_short: str) -> str:
     return "\n".join(lines)
 
 
-def run_training_demo(env_short: str) -> int:
+def run_training_demo(env_short: str, verbose: bool = False) -> int:
     import dagster as dg
 
     from sv_dagster.definitions import build_definitions
 
     started = time.perf_counter()
     result = build_definitions().resolve_job_def(f"rlft_{env_short}").execute_in_process(
-        instance=_instance(), run_config=QUIET, raise_on_error=False, tags=owner_tags())
+        instance=_instance(), run_config=console_logs(verbose), raise_on_error=False, tags=owner_tags())
     if not result.success:
         return _report(result, f"rlft_{env_short}", started)
     print(training_text(result, env_short))
@@ -232,7 +237,7 @@ def run_training_demo(env_short: str) -> int:
     return 0
 
 
-def run_signoff(env_short: str, reviewer: str, verdict: str, note: str) -> int:
+def run_signoff(env_short: str, reviewer: str, verdict: str, note: str, verbose: bool = False) -> int:
     """Record a human sign-off on the reviewed checkpoint and, when approved, promote it:
     job `promote_<env>` (the sign-off is an asset, so it is in the promoted checkpoint's lineage)."""
     import dagster as dg
@@ -245,7 +250,7 @@ def run_signoff(env_short: str, reviewer: str, verdict: str, note: str) -> int:
     signoff = dg.AssetKey(["safety_signoff", env_short])
     if verdict != "approve":  # a rejection is recorded; there is nothing to promote
         job = job.get_subset(asset_selection={signoff})
-    run_config = {**QUIET, "ops": {f"safety_signoff__{env_short}": {"config": {"reviewer": reviewer, "verdict": verdict, "note": note}}}}
+    run_config = {**console_logs(verbose), "ops": {f"safety_signoff__{env_short}": {"config": {"reviewer": reviewer, "verdict": verdict, "note": note}}}}
     result = job.execute_in_process(instance=_instance(), run_config=run_config, raise_on_error=False, tags=owner_tags())
     if not result.success:
         return _report(result, f"promote_{env_short}", started)
@@ -258,7 +263,7 @@ def run_signoff(env_short: str, reviewer: str, verdict: str, note: str) -> int:
 
 def run_eval_command(
     env_short: str, models: list[str], n: int | None, seed: int, split: str, concurrency: int | None,
-    include_tools: bool = True, target: str = "heuristic",
+    include_tools: bool = True, target: str = "heuristic", verbose: bool = False,
 ) -> int:
     """`make eval-e1 MODELS="..." N=32`: materialize eval/<env>/<model> for each model,
     as one Dagster run on the project's instance (so it shows in the UI with lineage).
@@ -295,7 +300,7 @@ def run_eval_command(
     op_config = {"limit": n, "seed": seed, "split": split, "concurrency": concurrency, "include_tools": include_tools,
                  "target_model": target}
     run_config = {
-        **QUIET,
+        **console_logs(verbose),
         "ops": {"__".join(key.path): {"config": op_config} for key in keys},
     }
     job = defs.resolve_implicit_global_asset_job_def()
@@ -305,7 +310,7 @@ def run_eval_command(
     return _report(result, f"eval {env_short} ({', '.join(models)})", started)
 
 
-def run_resume(run_id: str) -> int:
+def run_resume(run_id: str, verbose: bool = False) -> int:
     """`sv-dagster resume RUN_ID`: the killed run's eval assets again, each continuing the
     killed run's results folder (`resume_run_id`), as one new run."""
     import dagster as dg
@@ -327,7 +332,7 @@ def run_resume(run_id: str) -> int:
         selection = selection.upstream()  # killed before its dataset was built
     job = defs.resolve_implicit_global_asset_job_def()
     subset = job.get_subset(asset_selection=selection.resolve(defs.resolve_asset_graph()))
-    run_config = {**plan.run_config, "loggers": QUIET["loggers"]}
+    run_config = {**plan.run_config, **console_logs(verbose)}
     result = subset.execute_in_process(instance=instance, run_config=run_config, raise_on_error=False,
                                        tags={**plan.tags, **owner_tags()})
     return _report(result, f"resume of run {run_id}", started)
@@ -420,10 +425,15 @@ def main(argv: list[str] | None = None) -> int:
     from sv_dagster.core.envs import ENVS
 
     parser = argparse.ArgumentParser(prog="sv-dagster", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    verbosity = "also Dagster's step-by-step events (DEBUG) on the console, not only progress and results"
+    parser.add_argument("-v", "--verbose", action="store_true", help=verbosity)
+    # Also after the command; SUPPRESS keeps a flag given before it.
+    after = argparse.ArgumentParser(add_help=False)
+    after.add_argument("-v", "--verbose", action="store_true", default=argparse.SUPPRESS, help=verbosity)
     commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="run a job in-process and print its eval table")
+    demo = commands.add_parser("demo", parents=[after], help="run a job in-process and print its eval table")
     demo.add_argument("--job", default="demo")
-    evals = commands.add_parser("eval", help="evaluate registry models on one environment")
+    evals = commands.add_parser("eval", parents=[after], help="evaluate registry models on one environment")
     evals.add_argument("env", choices=sorted(ENVS))
     evals.add_argument("--models", nargs="+", required=True, help="registry names")
     evals.add_argument("--n", default=None, help="examples per model (a seeded subset), at most the split's size; "
@@ -435,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
                        help="E5: the registry model the attacker talks to (default: the rule-based defender)")
     evals.add_argument("--include-tools", choices=["true", "false"], default="true",
                        help="offer the environment's tools to the model (E2); false = answer from the prompt alone")
-    resume = commands.add_parser("resume", help="continue a killed or failed eval run in its own results folder")
+    resume = commands.add_parser("resume", parents=[after], help="continue a killed or failed eval run in its own results folder")
     resume.add_argument("run_id")
     runs = commands.add_parser("runs", help="run housekeeping")
     runs.add_argument("action", choices=["reap"], help="reap: mark runs whose process is gone failed, free their pool slots")
@@ -465,24 +475,24 @@ def main(argv: list[str] | None = None) -> int:
     review.add_argument("--verdict", required=True, choices=["accept", "reject"])
     review.add_argument("--rows", nargs="+", default=[], help="row ids the verdict is about (default: the whole batch)")
     review.add_argument("--note", default="")
-    signoff = commands.add_parser("signoff", help="a human sign-off on a reviewed checkpoint; promotes it when approved")
+    signoff = commands.add_parser("signoff", parents=[after], help="a human sign-off on a reviewed checkpoint; promotes it when approved")
     signoff.add_argument("env", choices=sorted(ENVS))
     signoff.add_argument("--reviewer", required=True)
     signoff.add_argument("--verdict", required=True, choices=["approve", "reject"])
     signoff.add_argument("--note", default="")
     args = parser.parse_args(argv)
     if args.command == "resume":
-        return run_resume(args.run_id)
+        return run_resume(args.run_id, args.verbose)
     if args.command == "runs":
         return run_reap()
     if args.command == "signoff":
-        return run_signoff(args.env, args.reviewer, args.verdict, args.note)
+        return run_signoff(args.env, args.reviewer, args.verdict, args.note, args.verbose)
     if args.command == "check":
         return run_check()
     if args.command == "baseline":
         return run_baseline(args.eval_dir)
     if args.command == "demo":
-        return run_demo(args.job)
+        return run_demo(args.job, args.verbose)
     if args.command == "eval":
         from sv_dagster.core.eval_request import EvalRequestError, parse_n
 
@@ -493,7 +503,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"sv-dagster eval: {exc}", file=sys.stderr)
             return 2
         return run_eval_command(args.env, models, n, args.seed, args.split, args.concurrency,
-                                args.include_tools == "true", args.target)
+                                args.include_tools == "true", args.target, args.verbose)
     if args.command == "lineage":
         from sv_dagster.core.lineage import main_lineage
 

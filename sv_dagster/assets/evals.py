@@ -13,6 +13,7 @@ from sv_dagster.assets.recipe import Artifact, local_artifact_path, provenance_a
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.eval_request import EvalRequestError, check_limit, check_split, split_sizes
 from sv_dagster.core.paths import outputs_root
+from sv_dagster.core.progress import EvalProgress
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.resources import ModelRegistry, PipesLauncher
 
@@ -64,9 +65,9 @@ def eval_asset_key(env: EnvSpec, model: ModelSpec) -> dg.AssetKey:
 
 def run_external_eval(context: dg.AssetExecutionContext, launcher: PipesLauncher, env: EnvSpec, model: ModelSpec,
                       target: ModelSpec | None, checkpoint: Path | None, use_cache: bool, models: ModelRegistry,
-                      arguments: dict) -> EvalRun:
+                      arguments: dict, total: int | None = None) -> EvalRun:
     """Write the eval's spec, launch `python -m sv_dagster.core.eval_entry` through Pipes, read
-    the eval folder it reports."""
+    the eval folder it reports. `total`: the examples it will run, for its progress lines."""
     import json
 
     from sv_dagster.core.evaluation import eval_dir, load_eval_run
@@ -74,7 +75,7 @@ def run_external_eval(context: dg.AssetExecutionContext, launcher: PipesLauncher
     run_dir = eval_dir(arguments["outputs_root"], env, model.name, arguments["run_id"])
     spec = {
         "env": env.short, "model": model.name, "registry": models.registry_path, "checkpoint": str(checkpoint) if checkpoint else None,
-        "target_model": target.name if target else None, "use_cache": use_cache,
+        "target_model": target.name if target else None, "use_cache": use_cache, "total": total,
         **{k: (str(v) if isinstance(v, Path) else v) for k, v in arguments.items()},
     }
     spec_path = run_dir.with_name(run_dir.name + ".spec.json")
@@ -152,9 +153,13 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
             dataset_info={"split": config.split, "sample": dataset.facts.get("sample", False)},
             use_tools=config.include_tools,
         )
+        size = sizes[config.split]
+        total = min(config.limit, size) if config.limit else size  # as iter_tasks takes the subset
         if config.external:  # a large eval in its own process (a pod, a Ray job) through Pipes
-            run = run_external_eval(context, launcher, env, spec, target, checkpoint, config.use_cache, models, arguments)
+            run = run_external_eval(context, launcher, env, spec, target, checkpoint, config.use_cache, models, arguments,
+                                    total)
         else:
+            progress = EvalProgress(total, f"eval {env.short}/{spec.name}", context.log.info)
             run = evaluate(
                 env,
                 spec,
@@ -162,8 +167,10 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
                 cache=ResponseCache(outputs_root() / "cache" / "responses.sqlite3") if config.use_cache else None,
                 counterpart=models.backend(target.name, env.counterpart_env) if target else None,
                 counterpart_model=target,
+                progress=progress,
                 **arguments,
             )
+            progress.finish()
         summary = run.summary
         context.log.info(
             f"{env.env_id} / {spec.name}: "

@@ -24,7 +24,9 @@ from sv_dagster.core.provenance import file_sha256, package_versions
 from sv_dagster.core.redaction import redact, redact_text
 from sv_dagster.core.registry import LOCAL_BACKENDS, ModelSpec
 from sv_dagster.core.paths import safe_path_part
-from sv_dagster.core.runner import RESUMABLE_ERRORS, SUMMARY_DROP, read_results, run_eval, score_row, withhold_unsafe
+from sv_dagster.core.runner import (
+    RESUMABLE_ERRORS, SUMMARY_DROP, RunCounts, read_results, run_eval, score_row, withhold_unsafe,
+)
 
 
 @dataclass(frozen=True)
@@ -66,13 +68,15 @@ def evaluate(
     counterpart_model: ModelSpec | None = None,
     task_options: dict[str, Any] | None = None,
     observe: Callable[[dict[str, Any]], None] | None = None,
+    progress: Callable[[RunCounts], None] | None = None,
 ) -> EvalRun:
     """Run the eval and write its artifacts. Every configuration problem (bad dataset,
     bad reward config, missing API key, unreachable endpoint or safety judge) raises
     before the first model call. With `resume`, examples already finished in this run
     folder are kept and only the rest are run (an interrupted or re-executed run).
     `counterpart` is the model on the other side of a dialogue environment (E5's
-    target); `task_options` are extra task-config fields (the tournament's updates)."""
+    target); `task_options` are extra task-config fields (the tournament's updates).
+    `progress` is `run_eval`'s (e.g. a `core.progress.EvalProgress`)."""
     settings = env.reward_settings(reward_config)
     prices = prices or load_price_table()
     if cache is not None and model.backend not in LOCAL_BACKENDS and not env.withholds_unsafe:
@@ -129,7 +133,7 @@ def evaluate(
         run_eval(
             tasks, backend, results_path, concurrency=concurrency, parse=env.parser(), resume=resume,
             price=lambda usage: prices.cost(model.model, usage), use_tools=use_tools, counterpart=counterpart,
-            observe=observe,
+            observe=observe, progress=progress,
         )
     )
     summary = env.summarize(read_results(results_path, drop=SUMMARY_DROP), settings)

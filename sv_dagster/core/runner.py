@@ -364,6 +364,7 @@ async def run_eval(
     use_tools: bool = True,
     counterpart: Backend | None = None,
     observe: Callable[[dict[str, Any]], None] | None = None,
+    progress: Callable[[RunCounts], None] | None = None,
 ) -> RunCounts:
     """Evaluate `tasks` with `backend`, appending one line per example to `results_path`.
 
@@ -372,8 +373,9 @@ async def run_eval(
     `use_tools` is off. Dialogue tasks (`task.respond`) are played turn by turn; `counterpart`
     is the model on the other side when the task needs one (E5's target). `concurrency` workers pull tasks from one iterator, so memory does not grow with the
     number of examples. With `resume`, examples already finished in the file are skipped
-    (see `compact_results`); without it the file starts empty. Call `backend.preflight()`
-    first to fail early on an unreachable endpoint.
+    (see `compact_results`); without it the file starts empty. `progress` gets the counts so
+    far once before the first example (the resumed ones) and after each example. Call
+    `backend.preflight()` first to fail early on an unreachable endpoint.
     """
     if results_path.exists() and not results_path.is_file():  # never unlink /dev/null or a folder
         raise ValueError(f"results path {results_path} exists and is not a regular file")
@@ -385,6 +387,18 @@ async def run_eval(
         finished = set()
     pending = (task for task in tasks if task.key not in finished)
     outcomes: Counter[str] = Counter()
+
+    def counts() -> RunCounts:
+        return RunCounts(
+            n=sum(outcomes.values()),
+            n_scored=outcomes["scored"],
+            n_model_errors=outcomes["model_error"],
+            n_scoring_errors=outcomes["scoring_error"],
+            n_resumed=len(finished),
+        )
+
+    if progress is not None:
+        progress(counts())
     try:
         with results_path.open("a", encoding="utf-8") as handle:
             writer = _ResultsWriter(handle)
@@ -392,19 +406,15 @@ async def run_eval(
             async def worker() -> None:
                 for task in pending:  # shared iterator: each worker takes the next task
                     outcomes[await _run_one(task, backend, writer, parse, price, use_tools, counterpart, observe)] += 1
+                    if progress is not None:
+                        progress(counts())
 
             await asyncio.gather(*(worker() for _ in range(max(1, concurrency))))
     finally:
         await backend.aclose()
         if counterpart is not None:
             await counterpart.aclose()
-    return RunCounts(
-        n=sum(outcomes.values()),
-        n_scored=outcomes["scored"],
-        n_model_errors=outcomes["model_error"],
-        n_scoring_errors=outcomes["scoring_error"],
-        n_resumed=len(finished),
-    )
+    return counts()
 
 
 def read_results(results_path: Path, drop: tuple[str, ...] = ()) -> list[dict[str, Any]]:

@@ -20,6 +20,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 def main(argv: list[str] | None = None) -> int:
     from dagster_pipes import PipesEnvVarParamsLoader, open_dagster_pipes
 
+    from sv_dagster.core.progress import StepProgress
     from sv_dagster.training.stages import StageSpec, run_stage
 
     argv = sys.argv[1:] if argv is None else argv
@@ -38,16 +39,23 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     with open_dagster_pipes() as pipes:
+        steps = StepProgress(f"{spec.stage} {spec.env}", pipes.log.info)
+
         def report(kind: str, payload: dict[str, Any]) -> None:
-            if kind == "metrics":
-                # Step metrics stream into the run's event log as they are logged.
-                pipes.log.info("metrics " + json.dumps(payload, default=str, sort_keys=True))
+            if kind == "start":
+                steps.start(payload["step"], payload.get("max_steps"))
+            elif kind == "metrics":
+                # Raw step metrics stay in the event log (at DEBUG: tests and tools read them);
+                # a person reads the throttled step line.
+                pipes.log.debug("metrics " + json.dumps(payload, default=str, sort_keys=True))
                 pipes.report_custom_message({"kind": "metrics", **payload})
+                steps.metrics(payload)
             else:
                 pipes.log.info(str(payload.get("message", payload)))
 
         pipes.log.info(f"{spec.stage} for {spec.env}: {spec.out_dir}")
         record = run_stage(spec, report)
+        steps.finish()
         pipes.report_custom_message({"kind": "checkpoint", "record": record})
     return 0
 

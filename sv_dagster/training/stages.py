@@ -65,7 +65,8 @@ class StageSpec:
 
 
 Report = Callable[[str, dict[str, Any]], None]
-"""report(kind, payload): kind "log" ({"message"}) or "metrics" ({"step", ...})."""
+"""report(kind, payload): kind "log" ({"message"}), "start" ({"step", "max_steps"}: a trainer
+begins, at the step it resumes from) or "metrics" ({"step", ...})."""
 
 
 def _device() -> dict[str, Any]:
@@ -198,6 +199,10 @@ def _callbacks(max_seconds: float, report: Report):
 
     class Stream(TrainerCallback):
         """Every logged step goes to the reporter (Dagster Pipes, or the console)."""
+
+        def on_train_begin(self, args, state, control, **kwargs):
+            # The step count for progress lines; global_step is past 0 when resumed.
+            report("start", {"step": state.global_step, "max_steps": state.max_steps})
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs:

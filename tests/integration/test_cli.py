@@ -88,13 +88,18 @@ def test_eval_command_runs_the_named_models_with_n_and_seed(isolated: Path, monk
         monkeypatch.setenv("SV_MODEL_REGISTRY", str(registry))
         assert main(["eval", "e1", "--models", "loop-llm heuristic", "--n", "7", "--seed", "3"]) == 0
         assert len(server.requests) == 7
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("heuristic ", "loop-llm "))}
     assert rows["heuristic"][1] == rows["loop-llm"][1] == "7"
     assert rows["heuristic"][2] == rows["loop-llm"][2]  # same replies, same seeded subset -> same accuracy
     instance = dg.DagsterInstance.get()
     (run,) = instance.get_runs()
     assert run.tags["sv/trigger"] == "eval-command"
+    # Each eval's progress is in the run's event log, and on the console at the default INFO.
+    messages = [entry.user_message for entry in instance.all_logs(run.run_id)]
+    for model in ("heuristic", "loop-llm"):
+        assert any(m.startswith(f"eval e1/{model}: 7/7 examples (100%), 0 errors, ") for m in messages), messages
+    assert "eval e1/loop-llm: 7/7 examples (100%)" in err and "STEP_START" not in err, err[-3000:]
     assert main(["eval", "e1", "--models", "nope"]) == 2
 
 
@@ -148,5 +153,7 @@ def test_eval_mistakes_end_in_one_line_naming_the_fix(isolated: Path, monkeypatc
         "export it); nothing was run")
     assert len(dg.DagsterInstance.get().get_runs()) == runs  # none of them started a run
     capsys.readouterr()
-    assert main(["eval", "e1", "--models", "heuristic", "--n", "all"]) == 0
-    assert [line.split()[1] for line in capsys.readouterr().out.splitlines() if line.startswith("heuristic ")] == ["56"]
+    assert main(["--verbose", "eval", "e1", "--models", "heuristic", "--n", "all"]) == 0
+    out, err = capsys.readouterr()
+    assert [line.split()[1] for line in out.splitlines() if line.startswith("heuristic ")] == ["56"]
+    assert "STEP_START" in err and "eval e1/heuristic: 56/56 examples (100%)" in err  # --verbose: DEBUG events too

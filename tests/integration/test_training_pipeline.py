@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -94,6 +95,8 @@ def test_rlft_e1_runs_the_chain_and_keeps_everything_beside_the_weights(trained,
     rlft_run = latest(instance, "checkpoint/e1/rlft_stage1").run_id
     messages = [e.user_message for e in instance.all_logs(rlft_run) if e.step_key == "checkpoint__e1__rlft_stage1"]
     assert any(m.startswith("metrics ") and '"reward"' in m for m in messages)
+    assert any(re.fullmatch(r"grpo e1: step (\d+)/\1 \(100%\), loss -?[\d.]+, reward -?[\d.]+, [\d.]+ s/step", m)
+               for m in messages), messages  # the step line a person reads
     # Offline W&B: the run is on disk under the outputs root, nothing needed a key.
     assert list((trained["outputs"] / "wandb").rglob("offline-run-*"))
     # Each checkpoint's eval scored that checkpoint, on the held-out test split.

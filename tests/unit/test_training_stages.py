@@ -83,10 +83,12 @@ def test_sft_then_grpo_train_and_save_everything_beside_the_weights(e1_data, bas
     assert record["steps"] >= 1 and record["metrics"]["train_loss"] > 0 and record["inputs"] == {"sft_data/e1": "abc"}
     assert (sft_out / "model.safetensors").is_file() and not sft_out.with_name("sft.partial").exists()
     metrics: list[dict] = []
+    starts: list[dict] = []
     grpo_out = e1_data["root"] / "grpo"
     record = run_stage(spec("grpo", config, grpo_out, sft_out,
                             {"train": str(e1_data["grpo"]), "tasks/e1": str(e1_data["tasks"])}),
-                       lambda kind, payload: metrics.append(payload) if kind == "metrics" else None)
+                       lambda kind, payload: {"metrics": metrics, "start": starts}.get(kind, []).append(payload))
+    assert starts == [{"step": 0, "max_steps": 2}]  # the total the progress lines count to
     assert record["steps"] == 2 and record["completions_scored"] == 2 * 4 * config.grpo.num_generations
     assert record["reward_weights"]["e1"]["accuracy"] == 1.0 and record["n_reward_errors"] == 0
     assert any("reward" in m for m in metrics)  # streamed as they were logged
