@@ -149,7 +149,7 @@ def _report(result, title: str, started: float) -> int:
             print(f"DATA: bundled SAMPLE ({env.sample_note}), not a real corpus")
         print(format_table([summary for summary, _ in entries], env.columns))
         for summary, path in entries:
-            print(f"  {summary['model']}: {_shown(path)}/{{metadata.json,results.jsonl,summary.json}}")
+            print(f"  {summary['model']}: {_shown(path)}/{{metadata.json,results.jsonl,summary.json,provenance.json}}")
         for summary, _ in entries[:1]:
             if summary.get("classifier"):
                 print("  " + _classifier_line(summary["classifier"], summary.get("classifier_agreement") or {}))
