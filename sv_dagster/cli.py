@@ -271,7 +271,7 @@ def run_eval_command(
     import dagster as dg
 
     from sv_dagster.assets.evals import eval_asset_key
-    from sv_dagster.core.envs import ENVS
+    from sv_dagster.core.envs import ENVS, env_by_id
     from sv_dagster.core.eval_request import EvalRequestError, check_limit, check_models, check_split, split_sizes
     from sv_dagster.core.registry import load_registry
     from sv_dagster.definitions import build_definitions
@@ -284,7 +284,7 @@ def run_eval_command(
     try:
         check_models(env.short, models, registry)
         if env.counterpart_env:  # the model on the other side of the dialogue (E5's target)
-            check_models(next(s for s, e in ENVS.items() if e.env_id == env.counterpart_env), [target], registry)
+            check_models(env_by_id(env.counterpart_env).short, [target], registry)
         report = Path(dataset.asset_materialization.metadata["artifact_path"].value) / "metadata.json" if dataset else None
         if report is not None and report.exists():  # else the eval asset checks once the dataset is built
             sizes = split_sizes(report)
@@ -367,12 +367,12 @@ def _instance(reap: bool = True):
 def run_rescore(source: Path, reward_config: Path | None) -> int:
     import uuid
 
-    from sv_dagster.core.envs import ENVS
+    from sv_dagster.core.envs import env_by_id
     from sv_dagster.core.evaluation import rescore
     from sv_dagster.core.paths import outputs_root
 
     metadata = json.loads((source / "metadata.json").read_text())
-    env = next(spec for spec in ENVS.values() if spec.env_id == metadata["env"])
+    env = env_by_id(metadata["env"])
     run_id = f"rescore-{uuid.uuid4().hex[:12]}"
     run = rescore(env, source, outputs_root=outputs_root(), run_id=run_id, reward_config=reward_config)
     print(format_table([json.loads(Path(source, "summary.json").read_text()), run.summary], env.columns))

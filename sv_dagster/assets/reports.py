@@ -17,6 +17,7 @@ from sv_dagster.assets.tournament import TOURNAMENT
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import outputs_root
 from sv_dagster.core.redaction import write_redacted
+from sv_dagster.core.synthetic.events import record_version
 from sv_dagster.core.reports import (
     EvalRecord,
     TournamentRecord,
@@ -51,7 +52,7 @@ def eval_records(
                     model=key.path[2],
                     run_dir=run_dir,
                     timestamp=record.timestamp,
-                    data_version=(record.event_log_entry.tags or {}).get("dagster/data_version", ""),
+                    data_version=record_version(record) or "",
                     run_id=record.run_id,
                 )
             )
@@ -168,10 +169,9 @@ def build_report_assets(eval_keys: list[dg.AssetKey], training_keys: list[dg.Ass
             by_env[record.env].append(record)
         files = {}
         for env, records in by_env.items():
-            rows = scoreboard(records)
-            files[f"{env}_json"] = write_json(out / f"{env}.json", {"env": env, "rows": rows})
+            files[f"{env}_json"] = write_json(out / f"{env}.json", {"env": env, "rows": scoreboard(records)})
             files[f"{env}_md"] = out / f"{env}.md"
-            write_redacted(files[f"{env}_md"], scoreboard_markdown(env, rows, out))
+            write_redacted(files[f"{env}_md"], scoreboard_markdown(env, records, out))
         return Artifact(
             path=out,
             config={"envs": sorted(by_env)},
@@ -199,7 +199,7 @@ def build_report_assets(eval_keys: list[dg.AssetKey], training_keys: list[dg.Ass
         ]
         tournaments = [
             TournamentRecord(record.timestamp, local_artifact_path(record.asset_materialization.metadata), record.run_id,
-                             (record.event_log_entry.tags or {}).get("dagster/data_version", ""))
+                             record_version(record) or "")
             for record in context.instance.fetch_materializations(
                 dg.AssetRecordsFilter(asset_key=TOURNAMENT, after_timestamp=start.timestamp(),
                                       before_timestamp=end.timestamp()), limit=100).records

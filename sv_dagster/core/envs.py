@@ -322,3 +322,8 @@ ENVS: dict[str, EnvSpec] = {
         withholds_unsafe=True,
     ),
 }
+
+
+def env_by_id(env_id: str) -> EnvSpec:
+    """The environment whose taskset id is `env_id` (what eval metadata and `counterpart_env` record)."""
+    return next(spec for spec in ENVS.values() if spec.env_id == env_id)

@@ -106,13 +106,19 @@ def row_cells(table: str, env: str) -> dict[str, Any]:
     return cells
 
 
-def scoreboard(records: Sequence[EvalRecord]) -> list[dict[str, Any]]:
+def ranked(records: Sequence[EvalRecord]) -> list[EvalRecord]:
     """Latest eval per model, best mean reward first."""
     latest: dict[str, EvalRecord] = {}
     for record in records:
         if record.model not in latest or record.timestamp > latest[record.model].timestamp:
             latest[record.model] = record
-    rows = [
+    mean = lambda r: r.summary.get("mean_reward")  # noqa: E731
+    return sorted(latest.values(), key=lambda r: -(mean(r) if mean(r) is not None else float("-inf")))
+
+
+def scoreboard(records: Sequence[EvalRecord]) -> list[dict[str, Any]]:
+    """Latest eval per model, best mean reward first, as JSON-ready rows."""
+    return [
         {
             "model": r.model,
             "mean_reward": r.summary.get("mean_reward"),
@@ -132,9 +138,8 @@ def scoreboard(records: Sequence[EvalRecord]) -> list[dict[str, Any]]:
             "metrics": {key: r.summary.get(key) for _, key in headline_columns(r.env)},
             "metrics_ci95": {key: (r.summary.get("ci95") or {}).get(key) for _, key in headline_columns(r.env)},
         }
-        for r in latest.values()
+        for r in ranked(records)
     ]
-    return sorted(rows, key=lambda row: -(row["mean_reward"] if row["mean_reward"] is not None else float("-inf")))
 
 
 def headline_columns(env: str) -> list[tuple[str, str]]:
@@ -146,8 +151,8 @@ def headline_columns(env: str) -> list[tuple[str, str]]:
     return [(title, key) for title, key in columns if key not in ("mean_reward", "n_errors")]
 
 
-def scoreboard_markdown(env: str, rows: list[dict[str, Any]], base: Path) -> str:
-    """One table row per model, its cells rendered from the `summary.json` it links to."""
+def scoreboard_markdown(env: str, records: Sequence[EvalRecord], base: Path) -> str:
+    """One table row per model (`ranked`), its cells rendered from the summary it links to."""
     cells = row_cells("scoreboard", env)
     lines = [
         f"# Scoreboard: {env}",
@@ -155,14 +160,11 @@ def scoreboard_markdown(env: str, rows: list[dict[str, Any]], base: Path) -> str
         "| # | model | " + " | ".join(cells) + " | run | data version | eval |",
         "|---" * (len(cells) + 5) + "|",
     ]
-    for rank, row in enumerate(rows, start=1):
-        summary_path = Path(row["eval_dir"]) / "summary.json"
-        summary = json.loads(summary_path.read_text())
+    for rank, r in enumerate(ranked(records), start=1):
         lines.append(
-            f"| {rank} | {row['model']}{' (sample)' if row['sample'] else ''} | "
-            + " | ".join(render([summary]) for render in cells.values())
-            + f" | {source_cells(row.get('run_id') or '', row.get('data_version') or '')}"
-            f" | [summary]({os.path.relpath(summary_path, base)}) |"
+            f"| {rank} | {r.model}{' (sample)' if r.summary.get('sample') else ''} | "
+            + " | ".join(render([r.summary]) for render in cells.values())
+            + f" | {source_cells(r.run_id, r.data_version)} | [summary]({_link(r, base)}) |"
         )
     return "\n".join(lines) + "\n"
 
@@ -296,8 +298,7 @@ def monthly_report(
         by_env[record.env].append(record)
 
     for env, env_records in by_env.items():
-        latest = {row["model"]: row for row in scoreboard(env_records)}
-        curves = {model: reliability_points(Path(row["eval_dir"])) for model, row in latest.items()}
+        curves = {r.model: reliability_points(r.run_dir) for r in ranked(env_records)}
         if any(curves.values()):  # labelling environments (E1, E4); E2/E3 answers carry no label
             fig = reliability_figure(plt, env, curves)
             files[f"reliability_{env}"] = out_dir / f"reliability-{env}.png"
@@ -331,7 +332,7 @@ def monthly_report(
         md += ["> Numbers computed on bundled SAMPLE data, not the real corpora.", ""]
     md += [f"{len(records)} eval materializations this month.", ""]
     for env in sorted(by_env):
-        md += [scoreboard_markdown(env, scoreboard(by_env[env]), out_dir)]
+        md += [scoreboard_markdown(env, by_env[env], out_dir)]
         if f"reliability_{env}" in files:
             md.append(f"![reliability]({files[f'reliability_{env}'].name})")
         md += [f"![trend]({files[f'trend_{env}'].name})", ""]

@@ -23,7 +23,6 @@ from sv_dagster.core.reports import (
     load_record,
     monthly_report,
     reliability_figure,
-    scoreboard,
     scoreboard_markdown,
     weekly_markdown,
 )
@@ -64,7 +63,7 @@ def outputs(tmp_path: Path) -> Path:
     (weekly / "2026-W48.md").write_text(weekly_markdown("2026-W48", latest, {("e1", "heuristic"): records[0]}, {}, weekly))
     board = root / "reports" / "scoreboard"
     board.mkdir(parents=True)
-    (board / "e1.md").write_text(scoreboard_markdown("e1", scoreboard(latest), board))
+    (board / "e1.md").write_text(scoreboard_markdown("e1", latest, board))
     tournament = root / "tournaments" / "t1"
     tournament.mkdir(parents=True)
     (tournament / "tournament.json").write_text(json.dumps({
