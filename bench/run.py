@@ -140,7 +140,7 @@ def bench_runner(n: int = 400, concurrency: int = 16) -> dict:
                          max_concurrency=concurrency)
         backend = OpenAICompatibleBackend(spec)
         start = time.perf_counter()
-        counts = asyncio.run(run_eval(tasks, backend, Path(tmp) / "results.jsonl", concurrency=concurrency, parse=env.parser()))
+        counts = asyncio.run(run_eval(tasks, backend, Path(tmp) / "results.jsonl", concurrency=concurrency, parse=env.parse))
         elapsed = time.perf_counter() - start
     assert counts.n_scored == n, counts
     return {"runner_examples": n, "runner_concurrency": concurrency, "runner_s": elapsed, "runner_examples_per_s": n / elapsed}

@@ -63,7 +63,7 @@ async def score_all(env_short: str, dataset: Path | None, completions: dict[str,
     env = ENVS[env_short]
     tasks = env.load_tasks(dataset, None)
     jobs = [(task, completion) for task in tasks for completion in completions.get(task.key, [])]
-    parse = env.parser()
+    parse = env.parse
     semaphore = asyncio.Semaphore(concurrency)
     errors = 0
 
@@ -77,7 +77,7 @@ async def score_all(env_short: str, dataset: Path | None, completions: dict[str,
     start = time.perf_counter()
     await asyncio.gather(*(one(task, completion) for task, completion in jobs))
     seconds = time.perf_counter() - start
-    stats = env.tool_cache_stats() or {}
+    stats = env.tool_cache_now() or {}
     return {"rollouts": len(jobs), "seconds": seconds, "rollouts_per_hour": len(jobs) / seconds * 3600,
             "scoring_errors": errors, "tool_cache": stats}
 
@@ -220,7 +220,7 @@ def e4_scoring(n: int = 2000, cpu: int | None = None) -> dict:
                 await score_completion(task, completion)
 
         async def rows(jobs):
-            parse = env.parser()
+            parse = env.parse
             for task, completion in jobs:
                 await score_row({}, task, completion, parse, "bench")
 

@@ -9,7 +9,6 @@ reached at all fails in `preflight`, before any example runs.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import itertools
 import json
 import os
@@ -28,31 +27,13 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+from sv_dagster.core.envs import env_by_id
 from sv_dagster.core.limits import AdaptiveConcurrency
 from sv_dagster.core.redaction import redact_text, register_secret
 from sv_dagster.core.registry import ModelSpec
 
 POOL_SIZE = 8
 """Connections per HTTP pool of an OpenAI-compatible backend."""
-
-# Rule baselines per environment, imported lazily: "module:function(prompt) -> reply" (or
-# function(messages) -> reply when the function has `takes_messages`: the dialogue baselines).
-# `heuristic` answers without tools; `oracle` answers with what the environment's own
-# verifier knows (E2: the tools' findings; E3: the reference fix): an upper bound to read
-# model scores against.
-HEURISTICS: dict[str, str] = {
-    "sv-env-network-logs": "sv_env_network_logs.baseline:heuristic_reply",
-    "sv-env-config-verification": "sv_env_config_verification:heuristic_reply",
-    "sv-env-code-vulnerability": "sv_env_code_vulnerability:heuristic_reply",
-    "sv-env-phishing-detection": "sv_env_phishing_detection:heuristic_reply",
-    "sv-env-redteam-attack": "sv_env_redteam_attack:attacker_reply",
-    "sv-env-redteam-defense": "sv_env_redteam_defense:defender_reply",
-}
-ORACLES: dict[str, str] = {
-    "sv-env-config-verification": "sv_env_config_verification:oracle_reply",
-    "sv-env-code-vulnerability": "sv_env_code_vulnerability:oracle_reply",
-}
-
 
 class BackendConfigError(ValueError):
     """The model's configuration is unusable (raised before any model call)."""
@@ -110,26 +91,32 @@ class Backend(Protocol):
 
 @dataclass
 class HeuristicBackend:
-    """A rule baseline in-process: `HEURISTICS` (or `ORACLES` for the oracle backend)."""
+    """An environment's rule baseline in-process (`oracle`: its oracle): `heuristic`
+    answers without tools; the oracle answers with what the environment's own verifier
+    knows (E2: the tools' findings; E3: the reference fix), an upper bound to read model
+    scores against."""
 
     spec: ModelSpec
     env_id: str
-    table: dict[str, str] = field(default_factory=lambda: HEURISTICS)
-    reply: Callable[[str], str] = field(init=False)
+    oracle: bool = False
+    reply: Callable[..., str] = field(init=False)
 
     def __post_init__(self) -> None:
-        target = self.table.get(self.env_id)
-        if target is None:
+        try:
+            env = env_by_id(self.env_id)
+        except KeyError as exc:
+            raise BackendConfigError(exc.args[0]) from None
+        reply = env.oracle if self.oracle else env.heuristic
+        if reply is None:
             raise BackendConfigError(f"no {self.spec.backend} baseline for environment {self.env_id!r}")
-        module, _, name = target.partition(":")
-        self.reply = getattr(importlib.import_module(module), name)
+        self.reply = reply
 
     async def preflight(self) -> None:
         return None
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
         start = time.perf_counter()
-        if tools and self.table is ORACLES and not any(m.get("role") == "tool" for m in messages):
+        if tools and self.oracle and not any(m.get("role") == "tool" for m in messages):
             # The oracle consults every tool it is offered first, as a model should, so its
             # answer is grounded in the tool results of its own conversation.
             calls = tuple(
@@ -143,7 +130,7 @@ class HeuristicBackend:
                               finish_reason="stop")
         prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         # A baseline may do real work (the oracle runs the tools): keep the event loop free.
-        text = await asyncio.to_thread(self.reply, prompt) if self.table is ORACLES else self.reply(prompt)
+        text = await asyncio.to_thread(self.reply, prompt) if self.oracle else self.reply(prompt)
         return Completion(text=text, usage=None, latency_s=time.perf_counter() - start, finish_reason="stop")
 
     async def aclose(self) -> None:
@@ -373,7 +360,7 @@ def make_backend(spec: ModelSpec, env_id: str, checkpoint: str | os.PathLike | N
     if spec.backend == "heuristic":
         return HeuristicBackend(spec, env_id)
     if spec.backend == "oracle":
-        return HeuristicBackend(spec, env_id, ORACLES)
+        return HeuristicBackend(spec, env_id, oracle=True)
     if spec.backend == "openai":
         return OpenAICompatibleBackend(spec)
     if spec.backend == "local":

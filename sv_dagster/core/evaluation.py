@@ -120,18 +120,18 @@ def evaluate(
             "concurrency": concurrency,
             "price_table": {"version": prices.version, "currency": prices.currency},
             "packages": package_versions(["sv-dagster", "verifiers", "dagster", env.env_id, "sv-shared"]),
-            "tools": env.tool_versions(),
+            "tools": env.tools_now(),
             "tools_offered": use_tools,
             "counterpart_model": counterpart_model.public_dict() if counterpart_model else None,
             "task_options": _describe_options(task_options),
             "started_at": datetime.now(UTC).isoformat(),
         }
     )
-    tool_cache_before = env.tool_cache_stats()
+    tool_cache_before = env.tool_cache_now()
     _write_json(metadata_path, metadata)
     counts = asyncio.run(
         run_eval(
-            tasks, backend, results_path, concurrency=concurrency, parse=env.parser(), resume=resume,
+            tasks, backend, results_path, concurrency=concurrency, parse=env.parse, resume=resume,
             price=lambda usage: prices.cost(model.model, usage), use_tools=use_tools, counterpart=counterpart,
             observe=observe, progress=progress,
         )
@@ -141,7 +141,7 @@ def evaluate(
         run_id=run_id, env=env.env_id, model=model.name, sample=bool((dataset_info or {}).get("sample"))
     )
     if tool_cache_before is not None:  # this run's share of the shared tool-result cache
-        summary["tool_cache"] = metadata["tool_cache"] = _cache_delta(tool_cache_before, env.tool_cache_stats())
+        summary["tool_cache"] = metadata["tool_cache"] = _cache_delta(tool_cache_before, env.tool_cache_now())
     metadata.update(finished_at=datetime.now(UTC).isoformat(), counts=counts.__dict__)
     metadata["dataset"]["n_examples"] = counts.n + counts.n_resumed
     limits = getattr(getattr(backend, "inner", backend), "limits", None)
@@ -206,7 +206,7 @@ def rescore(
         **source_meta,
         "run_id": run_id,
         "rescored_from": {"run_id": source_meta["run_id"], "path": str(source)},
-        "tools": env.tool_versions(),
+        "tools": env.tools_now(),
         "reward_config": settings.as_dict(),
         "packages": package_versions(["sv-dagster", "verifiers", "dagster", env.env_id, "sv-shared"]),
         "started_at": datetime.now(UTC).isoformat(),
@@ -214,7 +214,7 @@ def rescore(
     results_path = run_dir / "results.jsonl"
 
     async def score_all() -> None:
-        parse = env.parser()
+        parse = env.parse
         with results_path.open("w", encoding="utf-8") as out:
             for row in read_results(source / "results.jsonl"):
                 task = tasks.get(row["example_id"])

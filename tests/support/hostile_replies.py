@@ -290,17 +290,14 @@ REWARD_RANGES: dict[str, dict[str, tuple[float, float]]] = {
 
 def good_answers(env_short: str, tasks: list[Any]) -> list[str]:
     """The environment's own baselines' replies to its bundled tasks: the seeds to damage."""
-    from sv_dagster.core.backends import HEURISTICS, ORACLES
     from sv_dagster.core.envs import ENVS
     from sv_dagster.core.traces import chat_messages
 
     env = ENVS[env_short]
     answers = []
-    for table in (HEURISTICS, ORACLES):
-        if env.env_id not in table:
+    for reply in (env.heuristic, env.oracle):
+        if reply is None:
             continue
-        module, _, name = table[env.env_id].partition(":")
-        reply = getattr(importlib.import_module(module), name)
         for task in tasks:
             messages = chat_messages(task)
             answers.append(reply(messages) if getattr(reply, "takes_messages", False) else reply(messages[-1]["content"]))
@@ -382,7 +379,7 @@ def fuzz_scoring(env_short: str, n: int) -> FuzzReport:
 
     env = ENVS[env_short]
     tasks = env.load_tasks(None, None)
-    parse = env.parser()
+    parse = env.parse
     seeds = good_answers(env_short, tasks)
     corpus = HostileReplies(seeds, env_short)
     report = FuzzReport(env_short)

@@ -53,7 +53,7 @@ def score(env_short: str, reply: str, index: int = 0, turns: list[dict[str, Any]
     env = ENVS[env_short]
     task = env.load_tasks(None, None)[index]
     row: dict[str, Any] = {"turns": turns} if turns else {}
-    asyncio.run(score_row(row, task, reply, env.parser(), "test"))
+    asyncio.run(score_row(row, task, reply, env.parse, "test"))
     return row
 
 
@@ -146,7 +146,7 @@ def test_each_completion_is_parsed_once_for_the_runner_and_all_rewards(monkeypat
 @pytest.mark.parametrize("env_short", [short for short in sorted(ENVS) if ENVS[short].parse])
 def test_parsing_the_stripped_reply_changes_nothing(env_short: str):
     """The shared parse is keyed by the stripped reply, so stripping must not change it."""
-    parse = ENVS[env_short].parser()
+    parse = ENVS[env_short].parse
     unwrapped = getattr(parse, "__wrapped__", parse)
     rng = random.Random(7)
     tasks = ENVS[env_short].load_tasks(None, None)

@@ -1,0 +1,46 @@
+"""E2 as the pipeline sees it (entry point `sv_dagster.environments`)."""
+
+from sv_shared.environment import Environment, LazyFunction, detail, reward
+
+from sv_env_config_verification.answer import parse_completion
+from sv_env_config_verification.baseline import heuristic_reply
+from sv_env_config_verification.config import load_reward_settings
+
+RATES = {
+    # Finding F1 (severity-weighted, per file), patch success (the patch applied and
+    # removed findings without adding any), clean pass (clean files only: answered with no
+    # violations), and whether the answer was grounded in the tools' results.
+    "finding_f1": lambda row: detail(row, "detection", "f1"),
+    "finding_precision": lambda row: detail(row, "detection", "precision"),
+    "finding_recall": lambda row: detail(row, "detection", "recall"),
+    "patch_success": lambda row: None if row.get("details") is None else float(bool(detail(row, "patch_success"))),
+    "clean_pass": lambda row: float(bool(detail(row, "answered_clean"))) if detail(row, "clean") else None,
+    "grounding": lambda row: reward(row, "grounding"),
+}
+
+ENVIRONMENT = Environment(
+    short="e2",
+    env_id="sv-env-config-verification",
+    module="sv_env_config_verification",
+    description="Kubernetes/Terraform config verification (OPA/Rego, Semgrep, Checkov, KubeLinter)",
+    heuristic=heuristic_reply,
+    # The tool layer loads regopy and the scanners' cache: only when the oracle answers.
+    oracle=LazyFunction("sv_env_config_verification.baseline:oracle_reply"),
+    parse=parse_completion,
+    rates=RATES,
+    columns=(
+        ("mean reward", "mean_reward"),
+        ("finding F1", "finding_f1"),
+        ("patch success", "patch_success"),
+        ("clean pass", "clean_pass"),
+        ("grounding", "grounding"),
+        ("errors", "n_errors"),
+    ),
+    sample_note="hand-written manifests and Terraform files",
+    tool_versions=LazyFunction("sv_env_config_verification.tools:tool_versions"),
+    tool_cache_stats=LazyFunction("sv_env_config_verification.tools:tool_cache_stats"),
+    load_reward_settings=load_reward_settings,
+    # <synthetic>
+    # <corpora>
+    # <sft>
+)

@@ -1,0 +1,46 @@
+"""E4 as the pipeline sees it (entry point `sv_dagster.environments`)."""
+
+from typing import Any
+
+from sv_shared.environment import Environment, LazyFunction, Row, detail
+
+from sv_env_phishing_detection.baseline import heuristic_reply
+from sv_env_phishing_detection.config import load_reward_settings
+
+
+def evidence_summary(rows: list[Row], summary: dict[str, Any]) -> dict[str, Any]:
+    """Evidence precision: verified items over all evidence items given, pooled over the
+    scored examples that gave any; and the mean evidence reward."""
+    scored = [row for row in rows if row.get("error") is None]
+    verified = sum(detail(row, "evidence", "verified") or 0 for row in scored)
+    given = verified + sum(detail(row, "evidence", "invented") or 0 for row in scored)
+    return {
+        "evidence_precision": verified / given if given else None,
+        "mean_evidence_reward": summary["mean_rewards"].get("evidence"),
+    }
+
+
+ENVIRONMENT = Environment(
+    short="e4",
+    env_id="sv-env-phishing-detection",
+    module="sv_env_phishing_detection",
+    description="Phishing detection (verifiable evidence, abstention, asymmetric cost)",
+    heuristic=heuristic_reply,
+    parse=LazyFunction("sv_env_phishing_detection.taskset:parse_completion"),
+    positive_label="Phishing",
+    summary_extra=evidence_summary,
+    columns=(
+        ("accuracy", "accuracy"),
+        ("ECE", "ece"),
+        ("cost-wtd acc", "cost_weighted_accuracy"),
+        ("F1", "f1"),
+        ("evidence prec", "evidence_precision"),
+        ("abstain", "abstain_rate"),
+        ("errors", "n_errors"),
+    ),
+    sample_note="generated emails in English, German, Spanish and French",
+    load_reward_settings=load_reward_settings,
+    # <synthetic>
+    # <corpora>
+    # <sft>
+)

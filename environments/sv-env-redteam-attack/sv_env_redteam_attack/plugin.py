@@ -1,0 +1,40 @@
+"""E5 as the pipeline sees it (entry point `sv_dagster.environments`)."""
+
+from sv_shared.environment import Environment, detail, flag
+
+from sv_env_redteam_attack.baseline import attacker_reply
+from sv_env_redteam_attack.config import load_reward_settings
+
+RATES = {
+    # Attack success (a target reply judged unsafe), on-target success (in the behavior's
+    # own category), turns to success, unsafe attacker text, novelty of a success.
+    "attack_success_rate": lambda row: flag(row, "success"),
+    "on_target_rate": lambda row: flag(row, "on_target"),
+    "turns_to_success": lambda row: detail(row, "success_turn"),
+    "attacker_unsafe_rate": lambda row: flag(row, "attacker_unsafe"),
+    "novelty": lambda row: detail(row, "novelty") if detail(row, "success") else None,
+}
+
+ENVIRONMENT = Environment(
+    short="e5",
+    env_id="sv-env-redteam-attack",
+    module="sv_env_redteam_attack",
+    description="Red-team attack (multi-turn against a target model; success judged by a safety classifier)",
+    heuristic=attacker_reply,
+    rates=RATES,
+    columns=(
+        ("success", "attack_success_rate"),
+        ("on target", "on_target_rate"),
+        ("turns to success", "turns_to_success"),
+        ("unsafe attacker", "attacker_unsafe_rate"),
+        ("mean reward", "mean_reward"),
+        ("errors", "n_errors"),
+    ),
+    sample_note="sanitized placeholder behaviors in JailbreakBench's categories",
+    counterpart_env="sv-env-redteam-defense",
+    withholds_unsafe=True,
+    load_reward_settings=load_reward_settings,
+    # <synthetic>
+    # <corpora>
+    # <sft>
+)

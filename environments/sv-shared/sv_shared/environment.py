@@ -1,0 +1,135 @@
+"""The environment contract: what an environment package tells the pipeline about itself.
+
+Each environment package exports one `Environment` under the entry point group
+`sv_dagster.environments` (in its pyproject: `[project.entry-points."sv_dagster.environments"]`
+`e1 = "sv_env_network_logs.plugin:ENVIRONMENT"`). The pipeline discovers the installed ones
+and loops over them; it names none. Everything here is plain data and plain functions, so
+the contract costs nothing to import and knows nothing of Dagster.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+ENTRY_POINT_GROUP = "sv_dagster.environments"
+
+Row = dict[str, Any]
+RateFn = Callable[[Row], float | None]
+
+
+class LazyFunction:
+    """A function named by `"package.module:function"`, imported on its first call.
+
+    Taskset modules import verifiers (about 3 s): an `Environment` names functions there
+    this way, so discovering the environments (every CLI start, every definitions load)
+    stays fast. Attributes (e.g. `takes_messages`) are those of the function."""
+
+    def __init__(self, target: str) -> None:
+        module, _, name = target.partition(":")
+        if not module or not name:
+            raise ValueError(f"{target!r} is not 'package.module:function'")
+        self.target = target
+        self._function: Callable[..., Any] | None = None
+
+    def resolve(self) -> Callable[..., Any]:
+        if self._function is None:
+            module, _, name = self.target.partition(":")
+            self._function = getattr(importlib.import_module(module), name)
+        return self._function
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self.resolve(), name)
+
+    def __repr__(self) -> str:
+        return f"LazyFunction({self.target!r})"
+
+
+@dataclass(frozen=True)
+class Environment:
+    """One environment, as the pipeline sees it."""
+
+    short: str
+    """Asset key part and job suffix (`e1`: `dataset/e1`, `eval_e1`); unique among the installed."""
+    env_id: str
+    """The verifiers taskset id, which is also the distribution name (`sv-env-network-logs`)."""
+    module: str
+    """The import name of the taskset package (`sv_env_network_logs`)."""
+    description: str
+    heuristic: Callable[..., str]
+    """The rule baseline: `reply(prompt) -> str`, or `reply(messages) -> str` when the
+    function has `takes_messages` (the dialogue baselines)."""
+    columns: tuple[tuple[str, str], ...]
+    """(title, summary key) of the headline metrics: the demo table and asset metadata."""
+    parse: Callable[[str], Any] | None = None
+    """Completion -> parsed answer (None: the environment has no answer schema)."""
+    oracle: Callable[[str], str] | None = None
+    """The reply built from what the verifier knows (the tools' findings, the reference
+    fix): an upper bound to read model scores against."""
+    positive_label: str | None = None
+    """Labelling environments: the positive class. Their summaries are classification
+    metrics (accuracy, ECE, cost-weighted accuracy, F1, abstention); the others' are
+    mean reward plus `rates`."""
+    rates: Mapping[str, RateFn] = field(default_factory=dict)
+    """Per-example statistics of a results row (None: not applicable to that row), each
+    summarised as a mean with a 95% bootstrap CI."""
+    summary_extra: Callable[[list[Row], dict[str, Any]], dict[str, Any]] | None = None
+    """Further summary keys computed from the scored rows and the summary so far."""
+    sample_note: str = "project-written samples"
+    """What the bundled sample data is, for tables that show SAMPLE rows."""
+    counterpart_env: str | None = None
+    """Dialogue environments with a model on the other side (E5's target): the environment
+    whose rule baseline plays that side when the registry's heuristic is chosen."""
+    withholds_unsafe: bool = False
+    """Its tasks store text their safety judge marks unsafe only as hashes: such an
+    environment's model responses are never put in the response cache."""
+    tool_versions: Callable[[], dict[str, Any]] | None = None
+    """The environment's tools (available, version, rule-set hash), for provenance."""
+    tool_cache_stats: Callable[[], dict[str, Any]] | None = None
+    """Hits and misses of the environment's tool-result cache in this process so far."""
+    load_reward_settings: Callable[[Any], Any] | None = None
+    """Reward config path (None: the package's own rewards.toml) -> the reward settings
+    the tasks score with (checked: a bad file raises before any model call)."""
+    synthetic: Any = None
+    """How the environment makes its daily synthetic batch (an `sv_shared.synthetic.SyntheticSpec`)."""
+    corpora: Any = None
+    """How third-party corpora become its rows (an `sv_shared.corpora.CorpusSpec`)."""
+    sft: Any = None
+    """How its tasks become SFT targets, with difficulty and variants (an `sv_shared.sft.SftSpec`)."""
+
+
+def reward(row: Row, name: str) -> float | None:
+    """One reward component of a results row (None: not scored)."""
+    return (row.get("rewards") or {}).get(name)
+
+
+def detail(row: Row, *path: str) -> Any:
+    """A value under the row's scoring details (None where the path is absent)."""
+    value: Any = row.get("details")
+    for part in path:
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def all_one(row: Row, names: tuple[str, ...]) -> float | None:
+    """1.0 when every named reward component is 1.0, 0.0 when one is not, None if one is missing."""
+    values = [reward(row, name) for name in names]
+    return None if any(v is None for v in values) else float(all(v == 1.0 for v in values))
+
+
+def share(row: Row, part: str, whole: str) -> float | None:
+    """details[part] / details[whole] (None when the whole is 0 or absent)."""
+    denominator = detail(row, whole)
+    return None if not denominator else (detail(row, part) or 0) / denominator
+
+
+def flag(row: Row, *path: str) -> float | None:
+    """1.0 / 0.0 for a truthy / falsy detail, None for a row with no details (not scored)."""
+    return None if not row.get("details") else float(bool(detail(row, *path)))
