@@ -114,7 +114,7 @@ async def _run_one(
 ) -> str:
     from sv_dagster.core.backends import CompletionFailed
     from sv_dagster.core.toolcalls import ToolBox
-    from sv_dagster.core.traces import chat_messages
+    from sv_shared.sft import chat_messages
 
     messages = chat_messages(task)
     row: dict[str, Any] = {

@@ -6,19 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 import verifiers.v1 as vf
+from sv_shared.sft import chat_messages
 from verifiers.v1.graph import MessageNode
 from verifiers.v1.state import state_cls
 from verifiers.v1.trace import AgentInfo, TraceTask
 from verifiers.v1.types import ToolCall
-
-
-def chat_messages(task: vf.Task) -> list[dict[str, str]]:
-    """OpenAI chat messages for a single-turn task: system prompt (if any) + user prompt."""
-    messages = []
-    if task.data.system_prompt:
-        messages.append({"role": "system", "content": task.data.system_prompt})
-    messages.append({"role": "user", "content": task.data.prompt_text})
-    return messages
 
 
 def _turn_message(turn: dict[str, Any]) -> tuple[Any, bool]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sv_dagster.core.envs import ENVS
+from sv_dagster.core.envs import ENVS, env_by_id
 
 
 @dataclass
@@ -75,19 +75,19 @@ class EnvRewardAdapter:
     def weights(self, env_short: str) -> dict[str, float]:
         return dict(ENVS[env_short].reward_settings(self.reward_configs.get(env_short)).weights)
 
-    async def _target(self) -> Any:
+    async def _target(self, env_short: str) -> Any:
         if self.counterpart is not None:
             return self.counterpart
-        from sv_env_redteam_defense import defender_reply
+        rule_reply = env_by_id(ENVS[env_short].counterpart_env).heuristic
 
-        async def rule_defender(messages: list[dict[str, Any]]) -> str:
-            return defender_reply(messages)
+        async def rule_counterpart(messages: list[dict[str, Any]]) -> str:
+            return rule_reply(messages)
 
-        return rule_defender
+        return rule_counterpart
 
     async def score_one(self, env_short: str, task_key: str, completion: str, turns_before: list[dict[str, Any]] | None) -> dict[str, Any]:
         from sv_dagster.core.runner import is_dialogue, score_completion
-        from sv_dagster.core.traces import chat_messages
+        from sv_shared.sft import chat_messages
 
         task = self.tasks.get((env_short, task_key))
         if task is None:
@@ -98,7 +98,7 @@ class EnvRewardAdapter:
         prompt = chat_messages(task)
         conversation = [*prompt, *(turns_before or []), {"role": "assistant", "content": completion}]
         if ENVS[env_short].counterpart_env is not None:  # E5: the target answers the attack
-            answer, _ = await task.respond(conversation, await self._target())
+            answer, _ = await task.respond(conversation, await self._target(env_short))
             if answer is not None:
                 conversation.append({"role": "user", "content": answer})
         scores, _, total = await score_completion(task, completion, None, conversation[len(prompt):])

@@ -14,7 +14,7 @@ from sv_dagster.core.envs import ENVS
 from sv_dagster.core.evaluation import evaluate
 from sv_dagster.core.registry import ModelSpec, Sampling
 from sv_dagster.core.runner import read_results
-from sv_dagster.core.traces import chat_messages
+from sv_shared.sft import chat_messages
 from tests.support.openai_server import FAULTS, LoopbackOpenAIServer
 
 E1 = ENVS["e1"]

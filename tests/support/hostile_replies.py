@@ -291,7 +291,7 @@ REWARD_RANGES: dict[str, dict[str, tuple[float, float]]] = {
 def good_answers(env_short: str, tasks: list[Any]) -> list[str]:
     """The environment's own baselines' replies to its bundled tasks: the seeds to damage."""
     from sv_dagster.core.envs import ENVS
-    from sv_dagster.core.traces import chat_messages
+    from sv_shared.sft import chat_messages
 
     env = ENVS[env_short]
     answers = []

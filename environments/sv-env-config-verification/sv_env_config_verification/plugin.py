@@ -5,6 +5,7 @@ from sv_shared.environment import Environment, LazyFunction, detail, reward
 from sv_env_config_verification.answer import parse_completion
 from sv_env_config_verification.baseline import heuristic_reply
 from sv_env_config_verification.config import load_reward_settings
+from sv_env_config_verification.sft import SFT
 
 RATES = {
     # Finding F1 (severity-weighted, per file), patch success (the patch applied and
@@ -42,5 +43,5 @@ ENVIRONMENT = Environment(
     load_reward_settings=load_reward_settings,
     # <synthetic>
     # <corpora>
-    # <sft>
+    sft=SFT,
 )

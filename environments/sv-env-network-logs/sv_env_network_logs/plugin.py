@@ -4,6 +4,7 @@ from sv_shared.environment import Environment, LazyFunction
 
 from sv_env_network_logs.baseline import heuristic_reply
 from sv_env_network_logs.config import load_reward_settings
+from sv_env_network_logs.sft import SFT
 
 ENVIRONMENT = Environment(
     short="e1",
@@ -25,5 +26,5 @@ ENVIRONMENT = Environment(
     load_reward_settings=load_reward_settings,
     # <synthetic>
     # <corpora>
-    # <sft>
+    sft=SFT,
 )

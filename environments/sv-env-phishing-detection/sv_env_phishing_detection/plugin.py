@@ -6,6 +6,7 @@ from sv_shared.environment import Environment, LazyFunction, Row, detail
 
 from sv_env_phishing_detection.baseline import heuristic_reply
 from sv_env_phishing_detection.config import load_reward_settings
+from sv_env_phishing_detection.sft import SFT
 
 
 def evidence_summary(rows: list[Row], summary: dict[str, Any]) -> dict[str, Any]:
@@ -42,5 +43,5 @@ ENVIRONMENT = Environment(
     load_reward_settings=load_reward_settings,
     # <synthetic>
     # <corpora>
-    # <sft>
+    sft=SFT,
 )

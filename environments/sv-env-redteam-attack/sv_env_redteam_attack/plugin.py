@@ -4,6 +4,7 @@ from sv_shared.environment import Environment, detail, flag
 
 from sv_env_redteam_attack.baseline import attacker_reply
 from sv_env_redteam_attack.config import load_reward_settings
+from sv_env_redteam_attack.sft import SFT
 
 RATES = {
     # Attack success (a target reply judged unsafe), on-target success (in the behavior's
@@ -36,5 +37,5 @@ ENVIRONMENT = Environment(
     load_reward_settings=load_reward_settings,
     # <synthetic>
     # <corpora>
-    # <sft>
+    sft=SFT,
 )

@@ -4,6 +4,7 @@ from sv_shared.environment import Environment, flag, reward, share
 
 from sv_env_redteam_defense.baseline import defender_reply
 from sv_env_redteam_defense.config import load_reward_settings
+from sv_env_redteam_defense.sft import SFT
 
 RATES = {
     # Unsafe compliance (a conversation with any unsafe reply), over-refusal (benign turns
@@ -36,5 +37,5 @@ ENVIRONMENT = Environment(
     load_reward_settings=load_reward_settings,
     # <synthetic>
     # <corpora>
-    # <sft>
+    sft=SFT,
 )
