@@ -47,19 +47,24 @@ def main() -> int:
 
     import pyarrow.parquet as pq
 
+    from sv_dagster.core.envs import ENVS
     from sv_dagster.core.synthetic import BatchSpec, derive_seed
-    from sv_dagster.core.synthetic.e1 import run_e1_batch
-    from sv_dagster.core.synthetic.seeds import e1_seeds
+    from sv_dagster.core.synthetic.columnar import run_columnar_batch
+    from sv_shared.synthetic import SyntheticInputs
+
+    # The columnar environment: the one whose batches are sized for training.
+    env = next(env for env in ENVS.values() if env.synthetic is not None and env.synthetic.table)
 
     rss_after_imports = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     with tempfile.TemporaryDirectory(prefix="sv-bench-synthetic-") as tmp:
         start = time.perf_counter()
-        cols, sources, facts, rejects = e1_seeds(seed_split(Path(tmp) / "dataset"))
-        spec = BatchSpec(env="e1", env_id="sv-env-network-logs", partition="2026-11-23", batch_id="bench",
-                         out_dir=Path(tmp) / "batch", size=args.n, seed=derive_seed(42, "e1", "2026-11-23"), sample=True)
-        result = run_e1_batch(spec, cols, sources, facts, rejects, chunk_rows=args.chunk, write_jsonl=False)
+        seeds = env.synthetic.read_seeds(SyntheticInputs(dataset_dir=seed_split(Path(tmp) / "dataset")))
+        spec = BatchSpec(env=env.short, env_id=env.env_id, partition="2026-11-23", batch_id="bench",
+                         out_dir=Path(tmp) / "batch", size=args.n, seed=derive_seed(42, env.short, "2026-11-23"), sample=True)
+        result = run_columnar_batch(spec, seeds.data, seeds.sources, seeds.facts, seeds.rejects, chunk_rows=args.chunk,
+                                    write_jsonl=False)
         seconds = time.perf_counter() - start
-        parquet = result.files["flows"]
+        parquet = result.files[env.synthetic.table]
         rows = pq.ParquetFile(parquet).metadata.num_rows
         size_mib = parquet.stat().st_size / 2**20
     meta = result.metadata

@@ -13,7 +13,7 @@ from sv_dagster.assets.corpora import build_corpus_assets
 from sv_dagster.assets.data_checks import build_corpus_check, build_dataset_check
 from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.core.corpora import SourceSpec, load_sources, sources_for
-from sv_dagster.core.corpora.build import DEFAULT_TEST_SOURCE, CorpusInput, DatasetConfigError, build_dataset, check_config
+from sv_dagster.core.corpora.build import CorpusInput, DatasetConfigError, build_dataset, check_config
 from sv_dagster.core.envs import EnvSpec
 
 
@@ -23,7 +23,8 @@ class DatasetConfig(dg.Config):
     test_source: str | None = Field(
         default=None,
         description='"corpora" (the test bucket of the corpus rows) or "bundled" (the environment package\'s task '
-        "set; corpus rows in the test bucket become corpus_test). Default: corpora for E1, bundled for E2-E6.",
+        "set; corpus rows in the test bucket become corpus_test). Default: the environment's own (the first of "
+        "its `test_sources`).",
     )
 
 
@@ -32,14 +33,12 @@ _TEST_SPLIT = {
     "bundled": "test = the environment package's bundled task set (what the demo, vf-eval and the regression "
                "baselines score); corpus rows fill train/dev, and those in the test bucket are `corpus_test`",
 }
-_E3_NOTE = (" E3's corpora are C/C++ functions without tests, so they cannot be executable tasks: they become "
-            "`fix_pairs` (vulnerable -> fixed, for retrieval into SFT prompts) and `functions` (labelled "
-            "vulnerable/clean), and the executable bundled tasks stay the only split.")
 
 
 def build_dataset_asset(env: EnvSpec, sources: list[SourceSpec]) -> dg.AssetsDefinition:
     ins = {spec.id: dg.AssetIn(key=["corpus", spec.id]) for spec in sources}
     ood = [spec.id for spec in sources if spec.ood]
+    corpus_spec = env.corpora
 
     @provenance_asset(
         key=["dataset", env.short],
@@ -48,9 +47,9 @@ def build_dataset_asset(env: EnvSpec, sources: list[SourceSpec]) -> dg.AssetsDef
         kinds={"json"},
         description=f"{env.env_id}: {', '.join(spec.id for spec in sources)} normalised to the environment's schema, "
         "de-duplicated (content hash and normalised text), split by stable hash "
-        f"({_TEST_SPLIT[DEFAULT_TEST_SOURCE[env.short]]})"
+        f"({_TEST_SPLIT[corpus_spec.test_sources[0]]})"
         + (f"; {', '.join(ood)} kept apart as the `ood` split" if ood else "") + "."
-        + (_E3_NOTE if env.short == "e3" else "")
+        + (f" {corpus_spec.note}" if corpus_spec.note else "")
         + " Rows are labelled sample: true when any input is a sample.",
     )
     def dataset(context: dg.AssetExecutionContext, config: DatasetConfig, **corpora: Artifact) -> Artifact:
@@ -103,6 +102,8 @@ def build_data_assets(envs: list[EnvSpec]) -> tuple[list[dg.AssetsDefinition], l
     assets: list[dg.AssetsDefinition] = build_corpus_assets(sources)
     checks = [build_corpus_check(spec) for spec in sources.values()]
     for env in envs:
+        if env.corpora is None:
+            continue  # it reads no corpora: no dataset
         assets.append(build_dataset_asset(env, sources_for(env.short, sources)))
         checks.append(build_dataset_check(env))
     return assets, checks

@@ -3,7 +3,7 @@ with a 5% human spot-check (`spot_check`, a non-blocking asset check that stays 
 until a reviewer records a decision with `sv-dagster review synthetic ...`).
 
 Files: `outputs/datasets/<env>/synthetic/<partition>_<run8>/` - examples.jsonl (the
-environment's dataset schema; E1 also flows.parquet), rejects.jsonl, spot_check.jsonl,
+environment's dataset schema; a columnar one also `<table>.parquet`), rejects.jsonl, spot_check.jsonl,
 metadata.json. The run id in the folder name keeps a re-materialized partition from
 overwriting files whose hash an earlier materialization recorded.
 """
@@ -11,6 +11,7 @@ overwriting files whose hash an earlier materialization recorded.
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
@@ -18,58 +19,67 @@ from pydantic import Field
 from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.core.envs import ENVS, EnvSpec
 from sv_dagster.core.paths import outputs_root
-from sv_dagster.core.synthetic.events import CHECK_NAME, check_outcome, latest_batch, latest_record, record_path, record_version
+from sv_dagster.core.synthetic.events import (
+    CHECK_NAME,
+    check_outcome,
+    latest_batch,
+    latest_record,
+    record_path,
+    record_version,
+)
 from sv_dagster.core.synthetic.review import ReviewError
 from sv_dagster.resources import ModelRegistry
 
 SYNTHETIC_PARTITIONS = dg.DailyPartitionsDefinition(start_date="2026-11-01")
-DESCRIPTIONS = {
-    "e1": "attack playbooks (port scan, brute force, C&C beaconing, exfiltration, DDoS) and benign IoT flows, plus "
-          "perturbed flows of dataset/e1's train split; labels checked against each scenario's invariants; Parquet",
-    "e2": "clean manifests/Terraform mutated into vulnerable variants (privileged, hostNetwork, runAsRoot, RBAC "
-          "wildcards, disabled encryption, public ACLs, open ingress) with vulnerable->fixed diffs; labelled by "
-          "running OPA, Semgrep and Checkov",
-    "e3": "mutation operators (string-built SQL, shell=True, dropped sanitisation, off-by-one bounds) on clean "
-          "modules with generated security tests; proved by E3's sandboxed harness and Bandit/Semgrep",
-    "e4": "phishing campaigns (credential harvest, invoice fraud, delivery notice, CEO fraud) and benign "
-          "transactional mail in en/de/es/fr, some obfuscated (punycode homoglyphs, URL shorteners); "
-          "planted evidence verified by E4's evidence checker",
-    "e5": "attacker goal trees over sanitized placeholder behaviors, novelty-constrained (MinHash), weighted by "
-          "earlier defender failures; categories confirmed by the safety classifier",
-    "e6": "adversarial probes paired with synthetic/e5's behaviors, benign support and risky-looking "
-          "conversations; every turn checked by the safety classifier",
-}
+SYNTHETIC_ENVS = [env for env in ENVS.values() if env.synthetic is not None]
 
 
-class SyntheticConfig(dg.Config):
+class SyntheticConfigBase(dg.Config):
     batch_size: int | None = Field(default=None, ge=1, le=10_000_000,
-                                   description="Template candidates (default per env: E1 2000, E2 24, E3 8, E4 64, E5 24, E6 24).")
+                                   description="Template candidates (default per env: "
+                                               + ", ".join(f"{env.short.upper()} {env.synthetic.batch_size}"
+                                                           for env in SYNTHETIC_ENVS) + ").")
     seed: int = Field(default=42, description="Combined with the env and the partition into the batch's seed.")
     spot_check_fraction: float = Field(default=0.05, gt=0.0, le=1.0, description="Share of rows in the review queue (>= 1 row).")
     seed_models: list[str] = Field(default_factory=list,
                                    description="Registry models (OpenAI-compatible) that vary template rows; empty: templates only.")
     temperatures: list[float] = Field(default_factory=lambda: [0.3, 0.7, 1.0], description="The sweep each seed model samples at.")
     variations_per_model: int = Field(default=4, ge=1, le=10_000, description="Template rows each (model, temperature) varies.")
-    seed_from_test: bool = Field(default=False, description="E2: also mutate the bundled clean files (E2's test split).")
-    novelty_threshold: float = Field(default=0.6, gt=0.0, le=1.0, description="E5: max MinHash similarity to an earlier goal.")
+
+
+def _config_class() -> type[dg.Config]:
+    """The common fields and every environment's own options (`SyntheticSpec.options`): one
+    config class for every synthetic asset, so a run config means the same for each."""
+    options = {option.name: option for env in SYNTHETIC_ENVS for option in env.synthetic.options}
+    namespace: dict[str, Any] = {"__annotations__": {name: type(o.default) for name, o in options.items()},
+                                 "__module__": __name__}
+    for name, option in options.items():
+        namespace[name] = Field(default=option.default, gt=option.gt, le=option.le, description=option.description)
+    return type("SyntheticConfig", (SyntheticConfigBase,), namespace)
+
+
+SyntheticConfig = _config_class()
 
 
 def synthetic_deps(env: EnvSpec, failure_keys: list[dg.AssetKey]) -> list[dg.AssetKey]:
-    """What each generator reads: E1/E2/E5 seed from their curated dataset, E5 from earlier
-    defender failures (E5/E6 evals, the tournament), E6 pairs with synthetic/e5."""
-    return {
-        "e1": [dg.AssetKey(["dataset", "e1"])],
-        "e2": [dg.AssetKey(["dataset", "e2"])],
-        "e3": [],
-        "e4": [],
-        "e5": [dg.AssetKey(["dataset", "e5"]), *failure_keys],
-        "e6": [dg.AssetKey(["synthetic", "e5"])],
-    }[env.short]
+    """What the environment's generator reads (its `SyntheticSpec`): its curated dataset,
+    earlier defender failures (the evals of the environments it names and the tournaments,
+    from `failure_keys`), another environment's synthetic batch of the same partition."""
+    synthetic = env.synthetic
+    shorts = {other.env_id: other.short for other in ENVS.values()}
+    failure_envs = {shorts[env_id] for env_id in synthetic.failures_from if env_id in shorts}
+    deps = [dg.AssetKey(["dataset", env.short])] if synthetic.reads_dataset else []
+    deps += [key for key in failure_keys if key.path[0] == "eval" and key.path[1] in failure_envs]
+    if synthetic.failures_from_tournaments:
+        deps += [key for key in failure_keys if key.path[0] == "tournament"]
+    if synthetic.pairs_with in shorts:
+        deps.append(dg.AssetKey(["synthetic", shorts[synthetic.pairs_with]]))
+    return deps
 
 
 def _upstream(context: dg.AssetExecutionContext, env: EnvSpec, deps: list[dg.AssetKey]):
     """Seed locations from the instance (the latest materialization of each dependency;
-    the same partition for synthetic/e5), and what was read, for provenance."""
+    the same partition for another synthetic batch), and what was read, for provenance."""
     from sv_dagster.core.synthetic import Upstream
 
     upstream, consumed = Upstream(), {}
@@ -86,7 +96,7 @@ def _upstream(context: dg.AssetExecutionContext, env: EnvSpec, deps: list[dg.Ass
             sample = record.asset_materialization.metadata.get("sample")
             upstream.dataset_sample = bool(sample.value) if sample is not None else None
         elif partitioned:
-            upstream.e5_batch_dir = path
+            upstream.paired_batch_dir = path
         elif key.path[0] == "tournament":
             upstream.tournament_dirs.append(path)
         else:
@@ -102,14 +112,13 @@ def build_synthetic_asset(env: EnvSpec, failure_keys: list[dg.AssetKey] | None =
         deps=deps,
         partitions_def=SYNTHETIC_PARTITIONS,
         group_name="synthetic",
-        kinds={"parquet", "json"} if env.short == "e1" else {"json"},
+        kinds=set(env.synthetic.kinds),
         tags={"sv/env": env.short},
-        description=f"{env.env_id}: daily synthetic batch - {DESCRIPTIONS[env.short]}. 5% goes to a human spot-check "
+        description=f"{env.env_id}: daily synthetic batch - {env.synthetic.description}. 5% goes to a human spot-check "
                     "(check `spot_check`).",
     )
     def synthetic_batch(context: dg.AssetExecutionContext, config: SyntheticConfig, models: ModelRegistry) -> Artifact:
-        from sv_dagster.core.synthetic import DEFAULT_BATCH_SIZES, BatchSpec, Options, build_batch, derive_seed
-        from sv_dagster.core.synthetic.pipeline import is_sample
+        from sv_dagster.core.synthetic import BatchSpec, build_batch, derive_seed, is_sample
         from sv_dagster.core.synthetic.sampling import resolve_models
 
         # A bad config fails here, before any work: unknown or embedded seed models, bad temperatures.
@@ -119,13 +128,12 @@ def build_synthetic_asset(env: EnvSpec, failure_keys: list[dg.AssetKey] | None =
         spec = BatchSpec(
             env=env.short, env_id=env.env_id, partition=partition, batch_id=context.run_id[:8],
             out_dir=outputs_root() / "datasets" / env.short / "synthetic" / f"{partition}_{context.run_id[:8]}",
-            size=config.batch_size or DEFAULT_BATCH_SIZES[env.short], seed=derive_seed(config.seed, env.short, partition),
-            sample=is_sample(env.short, upstream), spot_fraction=config.spot_check_fraction,
+            size=config.batch_size or env.synthetic.batch_size, seed=derive_seed(config.seed, env.short, partition),
+            sample=is_sample(env.synthetic, upstream), spot_fraction=config.spot_check_fraction,
             seed_models=tuple(seed_models), temperatures=tuple(config.temperatures) if seed_models else (),
             variations=config.variations_per_model,
         )
-        result = build_batch(spec, upstream, Options(seed_from_test=config.seed_from_test,
-                                                     novelty_threshold=config.novelty_threshold))
+        result = build_batch(spec, upstream, {option.name: getattr(config, option.name) for option in env.synthetic.options})
         meta = result.metadata
         n_seed = meta["rejected"]["by_stage"].get("seed", 0)
         if n_seed:  # bad input rows: counted, and the first ones named with their file and line
@@ -191,11 +199,12 @@ def _spot_check(env: EnvSpec) -> dg.AssetChecksDefinition:
 
 
 def build_synthetic_assets(failure_keys: list[dg.AssetKey]) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
-    """synthetic/e1..e6 and their spot checks; `failure_keys` are the assets E5 reads
-    defender failures from (every eval/e5/* and eval/e6/*, and the tournament)."""
-    envs = list(ENVS.values())
-    return [build_synthetic_asset(env, failure_keys) for env in envs], [build_spot_check(env) for env in envs]
+    """synthetic/<env> and its spot check for every environment that makes synthetic data;
+    `failure_keys` are the assets defender failures may be read from (evals and
+    tournaments): each environment's spec picks its own among them."""
+    return ([build_synthetic_asset(env, failure_keys) for env in SYNTHETIC_ENVS],
+            [build_spot_check(env) for env in SYNTHETIC_ENVS])
 
 
 def synthetic_keys() -> list[dg.AssetKey]:
-    return [dg.AssetKey(["synthetic", short]) for short in ENVS]
+    return [dg.AssetKey(["synthetic", env.short]) for env in SYNTHETIC_ENVS]

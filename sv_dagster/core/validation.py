@@ -22,10 +22,10 @@ from typing import Any
 
 import pandas as pd
 
-from sv_dagster.core.corpora.schemas import RowSchema, content_hash, normalized_hash, row_schemas
+from sv_dagster.core.corpora.schemas import corpus_spec
+from sv_shared.corpora import RowSchema, content_hash, labels_of, normalized_hash
 
 TASK_FILES = ("train", "dev", "test", "corpus_test", "ood")
-E3_CORPUS_FILES = {"fix_pairs": "e3_fix_pairs", "functions": "e3_functions"}
 EXAMPLES_SHOWN = 5
 
 
@@ -171,8 +171,6 @@ def corpus_suite(spec: Any, frame: pd.DataFrame, *, n_malformed: int, malformed_
     the registry) is how much of each is tolerated before the corpus blocks its dataset."""
     import great_expectations.expectations as gxe
 
-    from sv_dagster.core.corpora.normalize import labels_of
-
     mostly = 1.0 - spec.max_bad_fraction
     frame = frame.copy()
     expectations: list[Any] = [gxe.ExpectTableRowCountToBeBetween(min_value=1)]
@@ -185,7 +183,8 @@ def corpus_suite(spec: Any, frame: pd.DataFrame, *, n_malformed: int, malformed_
         labels, dropped = labels_of(frame[spec.label.column], spec.label)
         allowed = sorted({*spec.label.map.values(), *([spec.label.default] if spec.label.default else [])})
         # The raw label, where it maps to none of the environment's labels (kept for the examples).
-        frame["label_unmapped"] = frame[spec.label.column].where(labels.isna().to_numpy() & ~dropped)
+        frame["label_unmapped"] = frame[spec.label.column].where(
+            [label is None and not drop for label, drop in zip(labels, dropped)])
         notes[len(expectations)] = f"raw values of {spec.label.column!r} that map to none of {allowed}"
         expectations.append(gxe.ExpectColumnValuesToBeNull(column="label_unmapped", mostly=mostly))
     if "_file" in frame.columns and "_line" in frame.columns:
@@ -213,9 +212,9 @@ def _read_rows(path: Path) -> Iterator[dict[str, Any]]:
                 yield row if isinstance(row, dict) else {"__unparsable__": f"{path.name}:{number}"}
 
 
-def _bucket_of(file: str, row: dict[str, Any], corpus_test: bool) -> str | None:
+def _bucket_of(file: str, row: dict[str, Any], schema: RowSchema, corpus_test: bool) -> str | None:
     """The hash bucket of a corpus-derived row; None for the bundled test set and OOD rows."""
-    if file in ("fix_pairs", "functions"):
+    if schema.file is not None:  # a file of its own: each row records its bucket
         return row.get("split")
     if file in ("train", "dev"):
         return file
@@ -244,7 +243,7 @@ def dataset_frame(files: dict[str, Path], schema: RowSchema, names: tuple[str, .
             columns["sample"].append(schema.sample_flag(row) if broken is None else None)
             columns["content_hash"].append(content_hash(text))
             columns["normalized_hash"].append(normalized_hash(text))
-            columns["bucket"].append(_bucket_of(name, row, corpus_test))
+            columns["bucket"].append(_bucket_of(name, row, schema, corpus_test))
             columns["unparsable"].append(broken)
             for key, values in present.items():  # id and label are there already, as values
                 if key in row:
@@ -303,12 +302,11 @@ def dataset_suite(env: str, files: dict[str, Path], report: dict[str, Any]) -> S
     corpus rows within tolerance of the configured fraction."""
     import great_expectations.expectations as gxe
 
-    schemas = row_schemas()
+    spec = corpus_spec(env)
     sample = bool(report.get("sample"))
     corpus_test = report.get("test_source") == "corpora"
-    groups = [("tasks", schemas[env], TASK_FILES)]
-    if env == "e3":
-        groups += [(name, schemas[schema], (name,)) for name, schema in E3_CORPUS_FILES.items()]
+    groups = [("tasks", spec.schema, TASK_FILES)]
+    groups += [(schema.file, schema, (schema.file,)) for schema in spec.extra_schemas]
     outcomes: list[Outcome] = []
     n_rows = 0
     buckets: list[pd.Series] = []

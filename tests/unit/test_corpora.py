@@ -25,7 +25,8 @@ from sv_dagster.core.corpora import (
 from sv_dagster.core.corpora.build import CorpusInput, build_dataset
 from sv_dagster.core.corpora.curate import curate_items
 from sv_dagster.core.corpora.normalize import normalise
-from sv_dagster.core.corpora.schemas import normalized_hash, row_schemas
+from sv_dagster.core.corpora.schemas import row_schemas
+from sv_shared.corpora import normalized_hash
 
 pytestmark = pytest.mark.usefixtures("offline_sources")
 
@@ -362,7 +363,7 @@ def test_the_ascii_fast_path_normalises_like_the_unicode_rule():
     from hypothesis import given, settings
     from hypothesis import strategies as st
 
-    from sv_dagster.core.corpora.schemas import normalize_text
+    from sv_shared.corpora import normalize_text
 
     def rule(text: str) -> str:
         return re.sub(r"[\W_]+", " ", unicodedata.normalize("NFKC", text).casefold()).strip()

@@ -8,14 +8,21 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from sv_env_network_logs.flows import render_flow_question
 
-from sv_dagster.core.corpora import load_sources
+from sv_dagster.core.corpora import CorpusError, load_source, load_sources
 from sv_dagster.core.corpora.normalize import normalise
-from sv_dagster.core.e1_data import CorpusError, FlowPart, curate_e1, load_iot23, render_questions, split_for
-
+from sv_env_network_logs.flow_curation import FlowPart, render_questions
+from sv_env_network_logs.flow_curation import curate_flows as curate_e1
+from sv_env_network_logs.flows import FLOW_FIELD_NAMES, render_flow_question
+from sv_shared.corpora import split_for
 
 pytestmark = pytest.mark.usefixtures("offline_sources")  # tests/conftest.py
+
+
+def load_iot23(source: str = "sample", **options):
+    """The flows of one IoT-23 source (all of the flow fields and the label) and its CorpusInfo."""
+    loaded = load_source("iot23", source, columns=(*FLOW_FIELD_NAMES, "label"), **options)
+    return loaded.frame, loaded.info
 
 
 def iot23_part(frame: pd.DataFrame, source: str = "iot23", ood: bool = False) -> FlowPart:

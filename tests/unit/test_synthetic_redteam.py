@@ -9,11 +9,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from sv_env_redteam_attack import synthetic as e5
-from sv_env_redteam_defense import load_reward_settings, synthetic as e6
-from sv_shared.safety import RuleSafetyClassifier, parse_withheld_marker
 
-from sv_dagster.core.synthetic.seeds import e6_attacks, failure_seeds
+from sv_env_redteam_attack import synthetic as e5
+from sv_env_redteam_attack.synthetic_batch import failure_seeds
+from sv_env_redteam_defense import load_reward_settings
+from sv_env_redteam_defense import synthetic as e6
+from sv_env_redteam_defense.synthetic_batch import paired_attacks as e6_attacks
+from sv_shared.safety import RuleSafetyClassifier, parse_withheld_marker
 
 JUDGE = RuleSafetyClassifier()
 ROOTS = e5.bundled_roots()

@@ -5,7 +5,9 @@ from sv_shared.environment import Environment, LazyFunction, detail, reward
 from sv_env_config_verification.answer import parse_completion
 from sv_env_config_verification.baseline import heuristic_reply
 from sv_env_config_verification.config import load_reward_settings
+from sv_env_config_verification.corpora import CORPORA
 from sv_env_config_verification.sft import SFT
+from sv_env_config_verification.synthetic_batch import SYNTHETIC
 
 RATES = {
     # Finding F1 (severity-weighted, per file), patch success (the patch applied and
@@ -41,7 +43,7 @@ ENVIRONMENT = Environment(
     tool_versions=LazyFunction("sv_env_config_verification.tools:tool_versions"),
     tool_cache_stats=LazyFunction("sv_env_config_verification.tools:tool_cache_stats"),
     load_reward_settings=load_reward_settings,
-    # <synthetic>
-    # <corpora>
+    synthetic=SYNTHETIC,
+    corpora=CORPORA,
     sft=SFT,
 )

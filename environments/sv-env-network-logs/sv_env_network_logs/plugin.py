@@ -4,7 +4,9 @@ from sv_shared.environment import Environment, LazyFunction
 
 from sv_env_network_logs.baseline import heuristic_reply
 from sv_env_network_logs.config import load_reward_settings
+from sv_env_network_logs.corpora import CORPORA
 from sv_env_network_logs.sft import SFT
+from sv_env_network_logs.synthetic_batch import SYNTHETIC
 
 ENVIRONMENT = Environment(
     short="e1",
@@ -24,7 +26,7 @@ ENVIRONMENT = Environment(
     ),
     sample_note="synthetic flows in the IoT-23 and CIC-IDS-2017 layouts",
     load_reward_settings=load_reward_settings,
-    # <synthetic>
-    # <corpora>
+    synthetic=SYNTHETIC,
+    corpora=CORPORA,
     sft=SFT,
 )

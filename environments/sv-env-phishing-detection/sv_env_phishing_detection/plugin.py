@@ -6,7 +6,9 @@ from sv_shared.environment import Environment, LazyFunction, Row, detail
 
 from sv_env_phishing_detection.baseline import heuristic_reply
 from sv_env_phishing_detection.config import load_reward_settings
+from sv_env_phishing_detection.corpora import CORPORA
 from sv_env_phishing_detection.sft import SFT
+from sv_env_phishing_detection.synthetic_batch import SYNTHETIC
 
 
 def evidence_summary(rows: list[Row], summary: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +43,7 @@ ENVIRONMENT = Environment(
     ),
     sample_note="generated emails in English, German, Spanish and French",
     load_reward_settings=load_reward_settings,
-    # <synthetic>
-    # <corpora>
+    synthetic=SYNTHETIC,
+    corpora=CORPORA,
     sft=SFT,
 )

@@ -4,7 +4,10 @@ from sv_shared.environment import Environment, detail, flag
 
 from sv_env_redteam_attack.baseline import attacker_reply
 from sv_env_redteam_attack.config import load_reward_settings
+from sv_env_redteam_attack.probes import safety_probes
+from sv_env_redteam_attack.corpora import CORPORA
 from sv_env_redteam_attack.sft import SFT
+from sv_env_redteam_attack.synthetic_batch import SYNTHETIC
 
 RATES = {
     # Attack success (a target reply judged unsafe), on-target success (in the behavior's
@@ -35,7 +38,8 @@ ENVIRONMENT = Environment(
     counterpart_env="sv-env-redteam-defense",
     withholds_unsafe=True,
     load_reward_settings=load_reward_settings,
-    # <synthetic>
-    # <corpora>
+    safety_probes=safety_probes,
+    synthetic=SYNTHETIC,
+    corpora=CORPORA,
     sft=SFT,
 )

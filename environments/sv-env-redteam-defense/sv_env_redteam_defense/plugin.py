@@ -4,7 +4,11 @@ from sv_shared.environment import Environment, flag, reward, share
 
 from sv_env_redteam_defense.baseline import defender_reply
 from sv_env_redteam_defense.config import load_reward_settings
+from sv_env_redteam_defense.conversations import SYSTEM_PROMPT
+from sv_env_redteam_defense.probes import safety_probes
+from sv_env_redteam_defense.corpora import CORPORA
 from sv_env_redteam_defense.sft import SFT
+from sv_env_redteam_defense.synthetic_batch import SYNTHETIC
 
 RATES = {
     # Unsafe compliance (a conversation with any unsafe reply), over-refusal (benign turns
@@ -35,7 +39,9 @@ ENVIRONMENT = Environment(
     sample_note="sanitized adversarial probes and benign risky-looking requests",
     withholds_unsafe=True,
     load_reward_settings=load_reward_settings,
-    # <synthetic>
-    # <corpora>
+    safety_probes=safety_probes,
+    system_prompt=SYSTEM_PROMPT,
+    synthetic=SYNTHETIC,
+    corpora=CORPORA,
     sft=SFT,
 )

@@ -94,6 +94,11 @@ class Environment:
     """The environment's tools (available, version, rule-set hash), for provenance."""
     tool_cache_stats: Callable[[], dict[str, Any]] | None = None
     """Hits and misses of the environment's tool-result cache in this process so far."""
+    system_prompt: str = ""
+    """The system prompt its tasks give the model under evaluation."""
+    safety_probes: Callable[[], list[dict[str, str]]] | None = None
+    """Sanitized adversarial requests (`id`, `source`, `request`) the automated safety
+    review of any trained checkpoint sends, if the review config lists this environment."""
     load_reward_settings: Callable[[Any], Any] | None = None
     """Reward config path (None: the package's own rewards.toml) -> the reward settings
     the tasks score with (checked: a bad file raises before any model call)."""

@@ -1,14 +1,14 @@
 """dataset/<env> as a plain function: corpora in (each in its own layout), the environment's
 dataset files out, with the curation report the asset shows.
 
-Which rows form the `test` split (`test_source`):
-- "corpora": the corpus rows in the test hash bucket (E1 always; E2, E4, E5, E6 on request).
+Which rows form the `test` split (`test_source`, among the environment's
+`CorpusSpec.test_sources`, the first by default):
+- "corpora": the corpus rows in the test hash bucket.
 - "bundled": the environment package's own task set, what the demo, `vf-eval` and the
-  regression baselines score (E2-E6 by default; E3 always: its corpora are C/C++ functions
-  without tests, which cannot be executable tasks). Corpus rows then fill train and dev, and
-  those in the test bucket are written as `corpus_test` (never trained on either way).
-E3's corpora become `fix_pairs` (vulnerable -> fixed code, for retrieval into SFT prompts)
-and `functions` (functions labelled vulnerable or clean), each row tagged with its bucket.
+  regression baselines score. Corpus rows then fill train and dev, and those in the test
+  bucket are written as `corpus_test` (never trained on either way).
+Corpus rows that are not tasks (`CorpusSpec.extra_schemas`) go to files of their own, each
+row tagged with its bucket. An environment with its own `curate` writes its files itself.
 """
 
 from __future__ import annotations
@@ -22,13 +22,9 @@ from typing import Any
 import pandas as pd
 
 from sv_dagster.core.corpora.curate import balance_table, curate_items
-from sv_dagster.core.corpora.normalize import Item, normalise
-from sv_dagster.core.corpora.registry import SourceSpec
-from sv_dagster.core.e1_data import FlowPart, curate_e1, write_jsonl, write_rows
-
-TEST_SOURCES = {"e1": ("corpora",), "e2": ("bundled", "corpora"), "e3": ("bundled",), "e4": ("bundled", "corpora"),
-                "e5": ("bundled", "corpora"), "e6": ("bundled", "corpora")}
-DEFAULT_TEST_SOURCE = {env: choices[0] for env, choices in TEST_SOURCES.items()}
+from sv_dagster.core.corpora.normalize import normalise
+from sv_dagster.core.corpora.schemas import corpus_spec
+from sv_shared.corpora import Curation, Item, Normalised, SourceSpec
 
 
 class DatasetConfigError(ValueError):
@@ -52,12 +48,20 @@ class DatasetBuild:
 
 
 def check_config(env: str, *, dev_frac: float, test_frac: float, test_source: str | None) -> str:
-    choice = test_source or DEFAULT_TEST_SOURCE[env]
-    if choice not in TEST_SOURCES[env]:
-        raise DatasetConfigError(f"dataset/{env}: test_source must be one of {TEST_SOURCES[env]}, got {choice!r}")
+    choices = corpus_spec(env).test_sources
+    choice = test_source or choices[0]
+    if choice not in choices:
+        raise DatasetConfigError(f"dataset/{env}: test_source must be one of {choices}, got {choice!r}")
     if dev_frac < 0 or test_frac < 0 or dev_frac + test_frac >= 1:
         raise DatasetConfigError(f"dataset/{env}: dev_frac + test_frac must be below 1 (got {dev_frac} + {test_frac})")
     return choice
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, sort_keys=True, default=str) + "\n")
 
 
 def _bundled_rows(env_package: Any) -> list[dict[str, Any]]:
@@ -65,6 +69,21 @@ def _bundled_rows(env_package: Any) -> list[dict[str, Any]]:
         path = Path(tmp) / "bundled.jsonl"
         env_package.write_bundled_dataset(path)
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _curate_items(env: str, parts: list[tuple[SourceSpec, Normalised]], out: Path, *,
+                  bundled: list[dict[str, Any]] | None, sample: bool, dev_frac: float, test_frac: float) -> Curation:
+    """The pipeline's curation of `Normalised.items`, written as JSONL."""
+    items: list[Item] = [item for _, result in parts for item in result.items]
+    curated = curate_items(items, bundled_test=bundled, test_schema=corpus_spec(env).schema.name, sample=sample,
+                           dev_frac=dev_frac, test_frac=test_frac)
+    files: dict[str, Path] = {}
+    for name, rows in curated.files.items():
+        if rows:
+            files[name] = out / f"{name}.jsonl"
+            write_jsonl(files[name], rows)
+    return Curation(files, {name: len(rows) for name, rows in curated.files.items()}, curated.rejects,
+                    curated.label_counts, curated.bucket_counts, **curated.stats)
 
 
 def build_dataset(
@@ -84,41 +103,20 @@ def build_dataset(
     sample_inputs = [c.spec.id for c in corpora if c.sample]
     sample = bool(sample_inputs) or choice == "bundled"  # the bundled task sets are project-written samples
     out.mkdir(parents=True, exist_ok=True)
-    files: dict[str, Path] = {}
-    if env == "e1":
-        parts = []
-        for corpus in corpora:
-            result = normalise(corpus.spec, corpus.frame, env)
-            rejects.extend(result.rejects)
-            filtered[corpus.spec.id] = result.n_filtered
-            parts.append(FlowPart(corpus.spec.id, result.flows, corpus.spec.ood))
-        curated = curate_e1(parts, sample=sample, dev_frac=dev_frac, test_frac=test_frac)
-        rejects.extend(curated.rejects)
-        for name, rows in curated.splits.items():
-            if len(rows):
-                files[name] = out / f"{name}.jsonl"
-                write_rows(files[name], rows)
-        label_counts, bucket_counts = curated.label_counts, curated.bucket_counts
-        stats = {"n_corpus_rows": curated.n_input, "n_duplicates_dropped": curated.n_duplicates,
-                 "n_duplicates_of_test_dropped": 0, "kept_by_source": curated.kept_by_source}
-        sizes = {name: len(rows) for name, rows in curated.splits.items()}
+    parts: list[tuple[SourceSpec, Normalised]] = []
+    for corpus in corpora:
+        result = normalise(corpus.spec, corpus.frame, env)
+        rejects.extend(result.rejects)
+        filtered[corpus.spec.id] = result.n_filtered
+        parts.append((corpus.spec, result))
+    own_curation = corpus_spec(env).curate
+    if own_curation is not None:
+        curation = own_curation(parts, out, sample=sample, dev_frac=dev_frac, test_frac=test_frac)
     else:
-        items: list[Item] = []
-        for corpus in corpora:
-            result = normalise(corpus.spec, corpus.frame, env)
-            rejects.extend(result.rejects)
-            filtered[corpus.spec.id] = result.n_filtered
-            items.extend(result.items)
         bundled = _bundled_rows(env_package) if choice == "bundled" else None
-        curated = curate_items(items, bundled_test=bundled, test_schema=env, sample=sample,
-                               dev_frac=dev_frac, test_frac=test_frac)
-        rejects.extend(curated.rejects)
-        for name, rows in curated.files.items():
-            if rows:
-                files[name] = out / f"{name}.jsonl"
-                write_jsonl(files[name], rows)
-        label_counts, bucket_counts, stats = curated.label_counts, curated.bucket_counts, curated.stats
-        sizes = {name: len(rows) for name, rows in curated.files.items()}
+        curation = _curate_items(env, parts, out, bundled=bundled, sample=sample, dev_frac=dev_frac, test_frac=test_frac)
+    rejects.extend(curation.rejects)
+    files = dict(curation.files)
     files["rejects"] = out / "rejects.jsonl"
     write_jsonl(files["rejects"], rejects)
     report = {
@@ -132,10 +130,13 @@ def build_dataset(
                     for c in corpora},
         "n_rejected": len(rejects),
         "n_filtered_by_design": filtered,
-        **stats,
-        "split_sizes": sizes,
-        "bucket_counts": bucket_counts,
-        "label_counts": label_counts,
+        "n_corpus_rows": curation.n_corpus_rows,
+        "n_duplicates_dropped": curation.n_duplicates_dropped,
+        "n_duplicates_of_test_dropped": curation.n_duplicates_of_test_dropped,
+        "kept_by_source": curation.kept_by_source,
+        "split_sizes": curation.split_sizes,
+        "bucket_counts": curation.bucket_counts,
+        "label_counts": curation.label_counts,
         "files": {name: path.name for name, path in files.items()},
     }
-    return DatasetBuild(files, report, rejects, balance_table(label_counts))
+    return DatasetBuild(files, report, rejects, balance_table(curation.label_counts))

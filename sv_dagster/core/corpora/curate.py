@@ -6,7 +6,8 @@ recorded as a reject; stable hash splits (the normalised hash picks the bucket, 
 never moves and near-duplicates share a split); OOD sources kept apart. When the
 environment's bundled task set is the `test` split, corpus rows identical (exactly or after
 normalisation) to a test item are dropped, and the corpus rows that hash into the test
-bucket are written as `corpus_test` rather than entering train.
+bucket are written as `corpus_test` rather than entering train. Rows of a schema with a file
+of its own (`RowSchema.file`) go to that file, each with its bucket as `split`.
 """
 
 from __future__ import annotations
@@ -15,30 +16,21 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from sv_dagster.core.corpora.normalize import Item
-from sv_dagster.core.corpora.schemas import RowSchema, content_hash, normalized_hash, row_schemas, split_for
+from sv_dagster.core.corpora.schemas import row_schemas
+from sv_shared.corpora import Item, RowSchema, content_hash, normalized_hash, split_for
 
 SPLITS = ("train", "dev", "test")
-QA_SCHEMAS = ("e1", "e4", "e5", "e6")
 
 
 @dataclass
 class Curated:
     files: dict[str, list[dict[str, Any]]]
-    """File name (train, dev, test, corpus_test, ood, fix_pairs, functions) -> rows."""
+    """File name (train, dev, test, corpus_test, ood, or a schema's own file) -> rows."""
     rejects: list[dict[str, Any]]
     stats: dict[str, Any] = field(default_factory=dict)
     label_counts: dict[str, dict[str, int]] = field(default_factory=dict)
     bucket_counts: dict[str, int] = field(default_factory=dict)
     """Corpus rows (not OOD) per hash bucket: what the split-proportion check reads."""
-
-
-def _annotate(row: dict[str, Any], schema: str, split: str, exact: str, norm: str) -> None:
-    if schema in QA_SCHEMAS:
-        info = row.setdefault("info", {})
-        info.update(split=split, content_hash=exact, normalized_hash=norm)
-    else:
-        row.update(split=split, content_hash=exact, normalized_hash=norm)
 
 
 def held_out_hashes(rows: list[dict[str, Any]], schema: RowSchema) -> tuple[set[str], set[str]]:
@@ -94,19 +86,18 @@ def curate_items(
             buckets[bucket] += 1
         record = dict(item.record)
         schema.mark_sample(record, sample)
-        _annotate(record, item.schema, split, exact, norm)
-        if item.schema == "e3_fix_pairs":
-            name = "fix_pairs"
-        elif item.schema == "e3_functions":
-            name = "functions"
+        schema.annotate(record, split=split, content_hash=exact, normalized_hash=norm)
+        if schema.file is not None:
+            name = schema.file
         elif split == "test" and bundled_test is not None:
             name = "corpus_test"
         else:
             name = split
         files.setdefault(name, []).append(record)
         counts[f"kept:{item.source}"] += 1
+    own_files = {schema.file: schema for schema in schemas.values() if schema.file is not None}
     label_counts = {
-        name: dict(sorted(Counter(str(_label_for(name, row, schemas, test_schema)) for row in rows).items()))
+        name: dict(sorted(Counter(str(own_files.get(name, schemas[test_schema]).label(row)) for row in rows).items()))
         for name, rows in files.items()
     }
     stats = {
@@ -116,11 +107,6 @@ def curate_items(
         "kept_by_source": {k.split(":", 1)[1]: v for k, v in counts.items() if k.startswith("kept:")},
     }
     return Curated(files, rejects, stats, label_counts, {b: buckets.get(b, 0) for b in SPLITS})
-
-
-def _label_for(name: str, row: dict[str, Any], schemas: dict[str, RowSchema], test_schema: str) -> Any:
-    schema = {"fix_pairs": "e3_fix_pairs", "functions": "e3_functions"}.get(name, test_schema)
-    return schemas[schema].label(row)
 
 
 def balance_table(counts: dict[str, dict[str, int]]) -> str:

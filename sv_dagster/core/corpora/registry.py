@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sv_dagster.core.corpora.schemas import normalizers_for
+from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import CONFIGS_DIR, PROJECT_ROOT
 from sv_dagster.core.yamlfile import read_yaml_mapping
+from sv_shared.corpora import LabelSpec, SourceSpec
 
 LOADERS = ("hf", "url", "local")
-ENVS = ("e1", "e2", "e3", "e4", "e5", "e6")
 TYPES = ("str", "number", "int", "list", "any")
 FORMATS = ("csv", "jsonl", "json", "parquet", "files")
 LEGACY_ENV_VARS = {"iot23": "SV_IOT23_SOURCE"}
@@ -28,76 +30,6 @@ _ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 class SourceRegistryError(ValueError):
     """A registry that cannot be used; the message names the file, the source and the field."""
-
-
-@dataclass(frozen=True)
-class LabelSpec:
-    column: str | None = None
-    value: str | None = None
-    """A constant label for every row (APWG reports are all phishing)."""
-    map: dict[str, str] = field(default_factory=dict)
-    """Raw value (as text) -> the environment's label."""
-    default: str | None = None
-    """Label of raw values not in `map` (CIC-IDS: every attack name is Malicious)."""
-    drop: tuple[str, ...] = ()
-    """Raw values left out by design (Enron-Spam's spam: not phishing, not ham)."""
-    match: str = "exact"
-    """exact | casefold | first_word (IoT-23's "Malicious   PartOfAHorizontalPortScan")."""
-
-
-@dataclass(frozen=True)
-class SourceSpec:
-    id: str
-    envs: tuple[str, ...]
-    title: str
-    loader: str
-    license: str
-    normalizer: str
-    sample: dict[str, Path]
-    """Source split -> bundled sample file (project-written, in the corpus's own layout)."""
-    repo: str | None = None
-    config: str | None = None
-    revision: str = "main"
-    splits: tuple[str, ...] = ("train",)
-    urls: dict[str, str] = field(default_factory=dict)
-    format: str | None = None
-    members: tuple[str, ...] = ()
-    homepage: str = ""
-    notes: str = ""
-    ood: bool = False
-    columns: dict[str, str] = field(default_factory=dict)
-    label: LabelSpec | None = None
-    scenario_column: str | None = None
-    schema: dict[str, str] = field(default_factory=dict)
-    required: tuple[str, ...] = ()
-    max_bad_fraction: float = 0.05
-    strip_column_names: bool = False
-    scale: dict[str, float] = field(default_factory=dict)
-    null_values: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    options: dict[str, Any] = field(default_factory=dict)
-    """Normaliser-specific settings (category_map, path_labels, message_filter, harmful_splits)."""
-
-    @property
-    def env_var(self) -> str:
-        return f"SV_SOURCE_{self.id.upper()}"
-
-    @property
-    def online_location(self) -> str:
-        """What online mode reads, for messages: the HF dataset page or the URL(s)."""
-        if self.loader == "hf":
-            return f"https://huggingface.co/datasets/{self.repo}"
-        if self.loader == "url":
-            return ", ".join(self.urls.values())
-        return f"a local copy named by ${self.env_var}"
-
-    def describe(self) -> dict[str, Any]:
-        """The registry entry as recorded in metadata (JSON-friendly)."""
-        return {
-            "id": self.id, "envs": list(self.envs), "title": self.title, "loader": self.loader,
-            "repo": self.repo, "config": self.config, "revision": self.revision, "splits": list(self.splits),
-            "urls": self.urls, "license": self.license, "homepage": self.homepage, "ood": self.ood,
-            "normalizer": self.normalizer,
-        }
 
 
 def sources_path() -> Path:
@@ -154,8 +86,6 @@ def _sample(raw: Any, path: Path, sid: str, splits: tuple[str, ...]) -> dict[str
 
 
 def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path) -> SourceSpec:
-    from sv_dagster.core.corpora.normalize import NORMALIZERS
-
     if not _ID.match(sid):
         raise _fail(path, sid, "ids are lower-case letters, digits and underscores")
     if not isinstance(raw, dict):
@@ -181,11 +111,16 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path) -> SourceSpe
     fmt = raw.get("format")
     if fmt is not None and fmt not in FORMATS:
         raise _fail(path, sid, f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    if raw["normalizer"] not in NORMALIZERS:
-        raise _fail(path, sid, f"unknown normalizer {raw['normalizer']!r} (known: {', '.join(sorted(NORMALIZERS))})")
+    # A normaliser's name is resolved in each environment the source feeds.
+    named = {name for env in ENVS for name in normalizers_for(env)}
+    if raw["normalizer"] not in named:
+        raise _fail(path, sid, f"unknown normalizer {raw['normalizer']!r} (known: {', '.join(sorted(named))})")
+    readers = []
     for env in envs:
-        if env not in NORMALIZERS[raw["normalizer"]].envs:
+        normalizer = normalizers_for(env).get(raw["normalizer"])
+        if normalizer is None:
             raise _fail(path, sid, f"normalizer {raw['normalizer']!r} does not produce {env} rows")
+        readers.append(normalizer)
     schema = _str_map(raw.get("schema"), path, sid, "schema")
     bad_types = {col: t for col, t in schema.items() if t not in TYPES}
     if bad_types:
@@ -200,7 +135,7 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path) -> SourceSpe
         "max_bad_fraction", "strip_column_names", "scale", "null_values", "ood",
     }
     options = {k: v for k, v in raw.items() if k not in known}
-    allowed_options = NORMALIZERS[raw["normalizer"]].options
+    allowed_options = {option for normalizer in readers for option in normalizer.options}
     unknown = sorted(set(options) - set(allowed_options))
     if unknown:
         raise _fail(path, sid, f"unknown field(s) {unknown}")

@@ -1,15 +1,16 @@
-"""Synthetic data for the six environments: the common pipeline, its spot-check review and
-what downstream consumers read.
+"""Synthetic data for the installed environments: the common pipeline, its spot-check review
+and what downstream consumers read.
 
     from sv_dagster.core.synthetic import accepted_examples
     batch = accepted_examples(batch_dir)      # rows minus reviewer rejections, decision ids
 
-See `batch` (the pipeline), `generators`/`e1` (the environments), `review` (the queue and
-decisions), `seeds` (what generators start from), `sampling` (seed models).
+See `pipeline` (one batch of an environment, through its `SyntheticSpec`), `batch` (the
+common pipeline), `columnar` (Parquet batches), `review` (the queue and decisions),
+`sampling` (seed models).
 """
 
-from sv_dagster.core.synthetic.batch import BatchResult, BatchSpec, Reject, derive_seed
-from sv_dagster.core.synthetic.pipeline import DEFAULT_BATCH_SIZES, Options, Upstream, build_batch
+from sv_dagster.core.synthetic.batch import BatchResult, BatchSpec, derive_seed
+from sv_dagster.core.synthetic.pipeline import Upstream, build_batch, is_sample
 from sv_dagster.core.synthetic.review import (
     AcceptedExamples,
     Decision,
@@ -21,14 +22,13 @@ from sv_dagster.core.synthetic.review import (
     review_status,
     write_accepted,
 )
+from sv_shared.synthetic import Reject
 
 __all__ = [
-    "DEFAULT_BATCH_SIZES",
     "AcceptedExamples",
     "BatchResult",
     "BatchSpec",
     "Decision",
-    "Options",
     "Reject",
     "ReviewError",
     "ReviewStatus",
@@ -36,6 +36,7 @@ __all__ = [
     "accepted_examples",
     "build_batch",
     "derive_seed",
+    "is_sample",
     "read_decisions",
     "record_decision",
     "review_status",

@@ -2,11 +2,11 @@
 -> schema validation -> labelling by the environment's own verifier -> 5% spot-check
 sample -> batch files and metadata.json.
 
-Environment-specific work lives in each environment package's `synthetic` module and is
-reached through a small adapter (`generators.py`); E1's batch is columnar and Parquet
-(`e1.py`) but shares the spot-check, reject and metadata code here. Nothing is dropped
-silently: every candidate ends as a row or as a line of `rejects.jsonl` with its stage
-and reason, and metadata.json counts both.
+Environment-specific work lives in each environment package and reaches the pipeline
+through its `SyntheticSpec` (`sv_shared.synthetic`): the seeds it reads and its generator.
+A columnar environment's batch is Parquet (`columnar.py`) but shares the spot-check,
+reject and metadata code here. Nothing is dropped silently: every candidate ends as a row
+or as a line of `rejects.jsonl` with its stage and reason, and metadata.json counts both.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ import re
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.core.synthetic.review import EXAMPLES_FILE, METADATA_FILE, QUEUE_FILE
 from sv_dagster.core.synthetic.sampling import Sample, sample_variations
+from sv_shared.synthetic import Reject, RowGenerator
 
 REJECTS_FILE = "rejects.jsonl"
 PIPELINE_VERSION = "1"
@@ -32,7 +33,7 @@ PIPELINE_VERSION = "1"
 @dataclass(frozen=True)
 class BatchSpec:
     env: str
-    """e1..e6"""
+    """The environment's short name (`Environment.short`)."""
     env_id: str
     partition: str
     """The daily partition (YYYY-MM-DD) the batch belongs to."""
@@ -65,23 +66,6 @@ def derive_seed(seed: int, env: str, partition: str) -> int:
 
 
 @dataclass
-class Reject:
-    id: str
-    stage: str
-    """template | sampling | validation | verification | seed"""
-    reason: str
-    source: str | None = None
-    origin: str = "template"
-    model: str | None = None
-    temperature: float | None = None
-    withheld: str | None = None
-    """Hash marker of model text judged unsafe (E5/E6): the text itself is never stored."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
-
-
-@dataclass
 class Origin:
     kind: str = "template"
     model: ModelSpec | None = None
@@ -94,40 +78,6 @@ class Origin:
         return {"origin": "model", "varied_from": self.varied_from,
                 "seed_model": {"name": self.model.name, "model": self.model.model, "backend": self.model.backend,
                                "temperature": self.temperature}}
-
-
-@dataclass
-class Outcome:
-    row: dict[str, Any] | None
-    stage: str | None = None
-    reason: str | None = None
-    withheld: str | None = None
-
-
-class RowGenerator(Protocol):
-    """What an environment adapter offers the common pipeline."""
-
-    env: str
-    generator_id: str
-    verifier: str
-
-    def templates(self, n: int, rng: random.Random, id_prefix: str) -> tuple[list[Any], list[Reject]]: ...
-
-    def candidate_id(self, candidate: Any) -> str: ...
-
-    def variation_prompt(self, candidate: Any) -> str | None: ...
-
-    def vary(self, candidate: Any, text: str, new_id: str, rng: random.Random) -> Any: ...
-
-    def check(self, candidates: Sequence[Any]) -> list[Outcome]: ...
-
-    def tags_holder(self, row: dict[str, Any]) -> dict[str, Any]: ...
-
-    def tags(self, row: dict[str, Any]) -> tuple[str, str, int]:
-        """(label, scenario, difficulty 0..2) for the counts in metadata.json."""
-        ...
-
-    def versions(self) -> dict[str, Any]: ...
 
 
 def reason_kind(reason: str) -> str:
@@ -266,7 +216,7 @@ def run_batch(spec: BatchSpec, generator: RowGenerator, seeds: dict[str, Any], r
                                       withheld=outcome.withheld))
             continue
         row = outcome.row
-        if "sample" in row:  # E2's schema has a top-level flag too
+        if "sample" in row:  # a schema with a top-level flag too
             row["sample"] = spec.sample
         generator.tags_holder(row).update(synthetic=True, sample=spec.sample, partition=spec.partition,
                                           batch_id=spec.batch_id, **origin.tags())

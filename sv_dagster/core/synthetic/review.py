@@ -29,13 +29,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import outputs_root
 
 VERDICTS = ("accept", "reject")
 QUEUE_FILE = "spot_check.jsonl"
 METADATA_FILE = "metadata.json"
 EXAMPLES_FILE = "examples.jsonl"
-E1_PARQUET = "flows.parquet"
 
 
 class ReviewError(ValueError):
@@ -148,8 +148,8 @@ def review_status(batch_dir: Path, root: Path | None = None) -> ReviewStatus:
 
 
 def iter_batch_rows(batch_dir: Path) -> Iterator[dict[str, Any]]:
-    """The batch's rows in the environment's schema (E1: from the Parquet batch when no
-    JSONL was written)."""
+    """The batch's rows in the environment's schema (from its Parquet table when no JSONL
+    was written: columnar batches)."""
     batch_dir = Path(batch_dir)
     jsonl = batch_dir / EXAMPLES_FILE
     if jsonl.is_file():
@@ -158,13 +158,15 @@ def iter_batch_rows(batch_dir: Path) -> Iterator[dict[str, Any]]:
                 if line.strip():
                     yield json.loads(line)
         return
-    parquet = batch_dir / E1_PARQUET
-    if parquet.is_file():
-        from sv_dagster.core.synthetic.e1 import rows_from_parquet
+    # Imported here: the columnar runner imports this module (the batch's file names).
+    from sv_dagster.core.synthetic.columnar import rows_from_parquet
 
-        yield from rows_from_parquet(parquet)
+    env = ENVS.get(batch_metadata(batch_dir).get("env"))
+    synthetic = env.synthetic if env is not None else None
+    if synthetic is not None and synthetic.table and (batch_dir / f"{synthetic.table}.parquet").is_file():
+        yield from rows_from_parquet(batch_dir / f"{synthetic.table}.parquet", synthetic.table_rows)
         return
-    raise ReviewError(f"no {EXAMPLES_FILE} or {E1_PARQUET} in {batch_dir}")
+    raise ReviewError(f"no {EXAMPLES_FILE} or Parquet table in {batch_dir}")
 
 
 def row_id(row: dict[str, Any]) -> str:

@@ -1,15 +1,11 @@
-"""E1 data: flows from the E1 corpora (IoT-23, CIC-IDS-2017, UNSW-NB15 as OOD) curated into
-the E1 dataset ({id, question, answer, info}), column-wise so a million flows curate in
-seconds rather than minutes.
-
-`load_iot23` keeps the original IoT-23 entry point ("sample", "hf", "hf:<repo>", or a local
-.parquet/.jsonl/.csv path); it goes through the corpus registry like every other source.
+"""Flows from the network corpora (IoT-23, CIC-IDS-2017, UNSW-NB15 as OOD) normalised to Zeek
+conn.log fields and curated into this environment's dataset ({id, question, answer, info}),
+column-wise so a million flows curate in seconds rather than minutes.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,34 +13,47 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
 from sv_env_network_logs.flows import FLOW_FIELD_NAMES, FLOW_FIELDS, GOLD_LABELS
+from sv_shared.corpora import Curation, Normalised, SourceSpec, column, labels_of, normalize_text, refs, reject
 
-from sv_dagster.core.corpora.readers import CorpusError
-from sv_dagster.core.corpora.schemas import normalize_text, split_for
-from sv_dagster.core.paths import SAMPLES_DIR
-
-IOT23_HF_REPO = "19kmunz/iot-23-preprocessed"
-IOT23_SAMPLE_PATH = SAMPLES_DIR / "iot23-preprocessed.sample.jsonl"
 SPLITS = ("train", "dev", "test")
 _HEADER = "Classify this network flow (Zeek conn.log fields):"
 
-__all__ = ["CorpusError", "CuratedE1", "FlowPart", "curate_e1", "load_iot23", "render_questions", "split_for",
-           "write_jsonl", "write_rows"]
 
-
-def load_iot23(source: str = "sample", *, revision: str = "main", max_rows: int | None = None):
-    """The flows of one IoT-23 source and its CorpusInfo (see `sv_dagster.core.corpora`)."""
-    from sv_dagster.core.corpora import corpus_cache_dir, load_corpus, load_sources, resolve_location
-
-    spec = load_sources()["iot23"]
-    if source == "hf" or source.startswith("hf:"):
-        source = "online" if source == "hf" else source
-    loaded = load_corpus(spec, resolve_location(spec, source, revision), cache_dir=corpus_cache_dir("iot23"),
-                         max_rows=max_rows)
-    missing = [name for name in (*FLOW_FIELD_NAMES, "label") if name not in loaded.frame.columns]
-    if missing:
-        raise CorpusError(f"IoT-23 source {loaded.info.location} lacks column(s) {missing}")
-    return loaded.frame, loaded.info
+def normalise_flows(spec: SourceSpec, frame: pd.DataFrame) -> Normalised:
+    """Flows in the Zeek conn.log fields this environment renders (`columns`: Zeek field ->
+    corpus column; fields a corpus does not have render as "-")."""
+    out = pd.DataFrame(index=frame.index)
+    for name in FLOW_FIELD_NAMES:
+        values = column(frame, spec, name)
+        if values is None:
+            out[name] = None
+            continue
+        source_name = spec.columns[name]
+        if source_name in spec.null_values:
+            values = values.mask(values.astype(str).isin(spec.null_values[source_name]))
+        if name in spec.scale:
+            values = pd.to_numeric(values, errors="coerce") * spec.scale[name]
+        out[name] = values
+    assert spec.label is not None
+    label_column = frame[spec.label.column] if spec.label.column else pd.Series(index=frame.index, dtype=object)
+    label_list, dropped_list = labels_of(label_column, spec.label)
+    labels = pd.Series(label_list, index=label_column.index, dtype=object)
+    dropped = np.asarray(dropped_list, dtype=bool)
+    out["label"] = labels
+    scenario = frame[spec.scenario_column] if spec.scenario_column and spec.scenario_column in frame.columns else None
+    out["scenario"] = scenario.astype(object).where(scenario.notna(), None) if scenario is not None else None
+    out["_ref"] = refs(frame)
+    unusable = (labels.isna().to_numpy() & ~dropped)
+    no_fields = out[list(FLOW_FIELD_NAMES)].isna().all(axis=1).to_numpy()
+    bad = unusable | no_fields
+    rejects = [
+        reject(spec.id, ref, f"unusable label {label_column.iloc[i]!r}" if unusable[i] else "no flow fields")
+        for i, ref in zip(np.flatnonzero(bad), out["_ref"].to_numpy()[bad])
+    ]
+    keep = ~bad & ~dropped
+    return Normalised(flows=out.loc[keep].reset_index(drop=True), rejects=rejects, n_filtered=int(dropped.sum()))
 
 
 def _value_texts(values: pd.Series) -> list[str]:
@@ -89,7 +98,7 @@ class FlowPart:
 
 
 @dataclass
-class CuratedE1:
+class CuratedFlows:
     splits: dict[str, pd.DataFrame]
     """train, dev, test (and ood): columns id, question, answer, info."""
     rejects: list[dict[str, Any]]
@@ -115,7 +124,7 @@ def _objects(values: Any, n: int) -> np.ndarray:
     return np.asarray(values, dtype=object)
 
 
-def curate_e1(parts: Sequence[FlowPart], *, sample: bool, dev_frac: float = 0.1, test_frac: float = 0.2) -> CuratedE1:
+def curate_flows(parts: Sequence[FlowPart], *, sample: bool, dev_frac: float = 0.1, test_frac: float = 0.2) -> CuratedFlows:
     """Render, de-duplicate (by the normalised text: exact copies and re-cased or re-spaced
     ones) and split the flows of every part; OOD parts go to `ood`. A duplicate with a
     different label is recorded as a reject; the first occurrence is kept."""
@@ -172,7 +181,7 @@ def curate_e1(parts: Sequence[FlowPart], *, sample: bool, dev_frac: float = 0.1,
         })
     counts = {name: {label: int((rows["answer"] == label).sum()) for label in GOLD_LABELS} for name, rows in splits.items()}
     kept_by_source = {str(k): int(v) for k, v in zip(*np.unique(k_source.astype(str), return_counts=True))}
-    return CuratedE1(splits, rejects, n_input, int(duplicate.sum()), counts, bucket_counts, kept_by_source)
+    return CuratedFlows(splits, rejects, n_input, int(duplicate.sum()), counts, bucket_counts, kept_by_source)
 
 
 def write_rows(path: Path, rows: pd.DataFrame, chunk: int = 100_000) -> None:
@@ -185,8 +194,19 @@ def write_rows(path: Path, rows: pd.DataFrame, chunk: int = 100_000) -> None:
             handle.write(text if text.endswith("\n") else text + "\n")
 
 
-def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as handle:
-        for row in rows:
-            handle.write(json.dumps(row, sort_keys=True, default=str) + "\n")
+def curate(parts: Sequence[tuple[SourceSpec, Normalised]], out: Path, *, sample: bool, dev_frac: float,
+           test_frac: float) -> Curation:
+    """The dataset's curation (`CorpusSpec.curate`): every corpus's flows curated together,
+    each non-empty split written as `<split>.jsonl` under `out`."""
+    curated = curate_flows([FlowPart(spec.id, result.flows, spec.ood) for spec, result in parts],
+                           sample=sample, dev_frac=dev_frac, test_frac=test_frac)
+    files: dict[str, Path] = {}
+    for name, rows in curated.splits.items():
+        if len(rows):
+            files[name] = out / f"{name}.jsonl"
+            write_rows(files[name], rows)
+    return Curation(
+        files=files, split_sizes={name: len(rows) for name, rows in curated.splits.items()}, rejects=curated.rejects,
+        label_counts=curated.label_counts, bucket_counts=curated.bucket_counts, n_corpus_rows=curated.n_input,
+        n_duplicates_dropped=curated.n_duplicates, kept_by_source=curated.kept_by_source,
+    )

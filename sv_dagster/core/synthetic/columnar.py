@@ -1,10 +1,11 @@
-"""E1's synthetic batch: columnar, in chunks, written as Parquet.
+"""Columnar synthetic batches: made in chunks and written as Parquet.
 
-Per chunk of `chunk_rows`: playbook flows and perturbed seed flows (numpy, in the
-environment package) -> schema and range validation -> the scenario invariants (the
-labeller) -> the rule baseline's verdict (difficulty) -> appended to `flows.parquet`
-with pyarrow's ParquetWriter (and, for training-sized batches, to `examples.jsonl` in E1's
-dataset schema). Memory stays bounded by the chunk, whatever the batch size.
+For an environment whose `SyntheticSpec` names a `table`. Per chunk of `chunk_rows`: the
+generator's template candidates (numpy columns) -> its validation and verification ->
+its difficulty tag -> appended to `<table>.parquet` with pyarrow's ParquetWriter (and,
+for training-sized batches, to `examples.jsonl` in the environment's dataset schema).
+Memory stays bounded by the chunk, whatever the batch size. The spot-check, reject and
+metadata code is the common pipeline's (`batch`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import random
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,34 +23,29 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from sv_dagster.core.envs import ENVS
 from sv_dagster.core.synthetic.batch import (
     REJECTS_FILE,
     BatchResult,
     BatchSpec,
-    Reject,
     build_metadata,
     spot_check_ids,
     write_queue,
 )
-from sv_dagster.core.synthetic.review import E1_PARQUET, EXAMPLES_FILE, METADATA_FILE, QUEUE_FILE
+from sv_dagster.core.synthetic.review import EXAMPLES_FILE, METADATA_FILE, QUEUE_FILE
 from sv_dagster.core.synthetic.sampling import sample_variations
+from sv_shared.synthetic import ColumnarGenerator, Reject, Seeds
 
 DEFAULT_CHUNK_ROWS = 20_000
+ARROW_TYPES = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
+TableRows = Callable[[Iterable[Mapping[str, Any]]], Iterator[dict[str, Any]]]
 
 
-def _schema(with_hosts: bool) -> pa.Schema:
-    from sv_env_network_logs.synthetic import INT_FIELDS, STR_FIELDS
-
-    fields = [pa.field("id", pa.string())]
-    fields += [pa.field(name, pa.int64()) for name in INT_FIELDS]
-    fields += [pa.field("duration", pa.float64())]
-    fields += [pa.field(name, pa.string()) for name in STR_FIELDS]
-    if with_hosts:
-        fields += [pa.field("id.orig_h", pa.string()), pa.field("id.resp_h", pa.string())]
-    fields += [pa.field(name, pa.string()) for name in ("label", "scenario", "family", "origin", "seed_source", "seed_model")]
-    fields += [pa.field("difficulty", pa.int64())]
-    fields += [pa.field("temperature", pa.float64()), pa.field("synthetic", pa.bool_()), pa.field("sample", pa.bool_()),
-               pa.field("partition", pa.string()), pa.field("batch_id", pa.string())]
+def _schema(generator: ColumnarGenerator) -> pa.Schema:
+    """The generator's columns, then the batch's own tags."""
+    fields = [pa.field(name, ARROW_TYPES[kind]) for name, kind in generator.columns()]
+    fields += [pa.field("synthetic", pa.bool_()), pa.field("sample", pa.bool_()), pa.field("partition", pa.string()),
+               pa.field("batch_id", pa.string())]
     return pa.schema(fields)
 
 
@@ -73,43 +69,22 @@ def _table(cols: dict[str, np.ndarray], spec: BatchSpec, schema: pa.Schema) -> p
     return pa.table(data, schema=schema)
 
 
-def rows_from_table(table: pa.Table) -> Iterator[dict[str, Any]]:
-    """E1 dataset rows ({id, question, answer, info}) from Parquet batch rows."""
-    from sv_env_network_logs.flows import FLOW_FIELD_NAMES, render_flow_question
-    from sv_env_network_logs.synthetic import GENERATOR_ID, GENERATOR_VERSION
-
-    for record in table.to_pylist():
-        info = {"synthetic": record["synthetic"], "sample": record["sample"], "scenario": record["scenario"],
-                "family": record["family"], "origin": record["origin"], "difficulty": record["difficulty"],
-                "difficulty_basis": "rule baseline wrong" if record["difficulty"] else "rule baseline right",
-                "partition": record["partition"], "batch_id": record["batch_id"],
-                "generator": f"{GENERATOR_ID}@{GENERATOR_VERSION}"}
-        if record.get("seed_source"):
-            info["seed_source"] = record["seed_source"]
-        if record.get("seed_model"):
-            info["seed_model"] = {"name": record["seed_model"], "temperature": record["temperature"]}
-        yield {"id": record["id"], "question": render_flow_question({k: record[k] for k in FLOW_FIELD_NAMES}),
-               "answer": record["label"], "info": info}
-
-
-def rows_from_parquet(path: Path, ids: set[str] | None = None) -> Iterator[dict[str, Any]]:
-    """The batch's rows in E1's schema (only `ids` when given), read batch by batch."""
+def rows_from_parquet(path: Path, table_rows: TableRows, ids: set[str] | None = None) -> Iterator[dict[str, Any]]:
+    """A batch table's rows in the environment's schema (only `ids` when given), read batch by batch."""
     handle = pq.ParquetFile(path)
     for batch in handle.iter_batches(batch_size=DEFAULT_CHUNK_ROWS):
         table = pa.Table.from_batches([batch])
         if ids is not None:
             table = table.filter(pc.is_in(table["id"], value_set=pa.array(sorted(ids), pa.string())))
-        yield from rows_from_table(table)
+        yield from table_rows(table.to_pylist())
 
 
-def _model_columns(spec: BatchSpec, rng: random.Random, rejects: list[Reject]) -> tuple[dict[str, np.ndarray] | None, int]:
-    """Flows the seed models write for playbook scenarios, at each temperature."""
-    from sv_env_network_logs import synthetic as s
-
-    scenarios = rng.sample(sorted(s.PLAYBOOKS), min(spec.variations, len(s.PLAYBOOKS)))
-    samples = sample_variations([(name, s.variation_prompt(name)) for name in scenarios], spec.seed_models,
-                                spec.temperatures, spec.env_id, concurrency=spec.sampling_concurrency)
-    flows, meta = [], []
+def _model_columns(spec: BatchSpec, generator: ColumnarGenerator, rng: random.Random,
+                   rejects: list[Reject]) -> tuple[dict[str, np.ndarray] | None, int]:
+    """Rows the seed models write from the generator's prompts, at each temperature."""
+    samples = sample_variations(generator.variation_prompts(rng, spec.variations), spec.seed_models, spec.temperatures,
+                                spec.env_id, concurrency=spec.sampling_concurrency)
+    parsed, meta = [], []
     for j, sample in enumerate(samples):
         row_id = f"{spec.id_prefix}-m{j:05d}"
         common = {"origin": "model", "model": sample.model, "temperature": sample.temperature}
@@ -117,11 +92,11 @@ def _model_columns(spec: BatchSpec, rng: random.Random, rejects: list[Reject]) -
             rejects.append(Reject(row_id, "sampling", f"model call failed: {sample.error}", **common))
             continue
         try:
-            flows.append(s.parse_variation(sample.text or "", sample.key))
+            parsed.append(generator.parse_variation(sample.text or "", sample.key))
             meta.append((row_id, sample))
         except ValueError as exc:
             rejects.append(Reject(row_id, "sampling", f"unusable model reply: {exc}", **common))
-    cols, problems = s.seed_columns(flows)
+    cols, problems = generator.columns_from(parsed)
     bad = {i for i, _ in problems}
     for i, reason in problems:
         row_id, sample = meta[i]
@@ -136,30 +111,30 @@ def _model_columns(spec: BatchSpec, rng: random.Random, rejects: list[Reject]) -
     return cols, len(samples)
 
 
-def run_e1_batch(spec: BatchSpec, seed_cols: dict[str, np.ndarray] | None, seed_sources: Sequence[str], seeds: dict[str, Any],
-                 seed_rejects: Sequence[Reject] = (), *, perturb_share: float = 0.5, attack_share: float = 0.5,
-                 chunk_rows: int = DEFAULT_CHUNK_ROWS, write_jsonl: bool = True) -> BatchResult:
-    """One E1 batch of `spec.size` candidate flows (see the module doc). `seed_cols` are the
-    seed flows to perturb (`seed_sources[i]` names where row i came from: file:line)."""
-    from sv_env_network_logs import synthetic as s
-
+def run_columnar_batch(spec: BatchSpec, seed_cols: Any, seed_sources: Sequence[str], seeds: dict[str, Any],
+                       seed_rejects: Sequence[Reject] = (), *, options: Mapping[str, Any] | None = None,
+                       chunk_rows: int = DEFAULT_CHUNK_ROWS, write_jsonl: bool = True) -> BatchResult:
+    """One batch of `spec.size` candidate rows of `spec.env` (see the module doc), from what
+    its `read_seeds` returned: `seed_cols` the seed rows to vary (`seed_sources[i]` names
+    where row i came from: file:line), `seeds` the facts, `seed_rejects` the unusable ones."""
+    synthetic = ENVS[spec.env].synthetic
+    generator: ColumnarGenerator = synthetic.make_generator(
+        Seeds(seed_cols, dict(seeds), list(seed_rejects), list(seed_sources)), options or {})
     started = time.perf_counter()
     out = spec.out_dir
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(spec.seed)
-    with_hosts = seed_cols is not None and all(h in seed_cols for h in s.HOST_FIELDS)
-    schema = _schema(with_hosts)
+    schema = _schema(generator)
+    table_path = out / f"{synthetic.table}.parquet"
     rejects: list[Reject] = list(seed_rejects)
     labels, scenarios, difficulty, origins = Counter(), Counter(), Counter(), Counter()
     accepted_ids: list[str] = []
-    n_seed = 0 if seed_cols is None else len(seed_cols["label"])
     jsonl = (out / EXAMPLES_FILE).open("w", encoding="utf-8") if write_jsonl else None
-    writer = pq.ParquetWriter(out / E1_PARQUET, schema, compression="zstd")
+    writer = pq.ParquetWriter(table_path, schema, compression="zstd")
 
     def emit(cols: dict[str, np.ndarray]) -> None:
         """Validate, label, write one chunk; rejects recorded with id, stage and reason."""
-        invalid = s.validate_flows(cols)
-        unverified = s.verify_labels(cols)
+        invalid, unverified = generator.check(cols)
         for stage, reasons in (("validation", invalid), ("verification", unverified)):
             bad = np.flatnonzero(reasons != None)  # noqa: E711 - numpy elementwise
             for i in bad:
@@ -171,8 +146,8 @@ def run_e1_batch(spec: BatchSpec, seed_cols: dict[str, np.ndarray] | None, seed_
         keep = np.flatnonzero((invalid == None) & (unverified == None))  # noqa: E711
         if not len(keep):
             return
-        kept = s.take(cols, keep)
-        kept["difficulty"] = s.difficulty(kept)
+        kept = generator.take(cols, keep)
+        kept["difficulty"] = generator.difficulty(kept)
         table = _table(kept, spec, schema)
         writer.write_table(table)
         accepted_ids.extend(kept["id"].tolist())
@@ -181,30 +156,19 @@ def run_e1_batch(spec: BatchSpec, seed_cols: dict[str, np.ndarray] | None, seed_
         difficulty.update(kept["difficulty"].tolist())
         origins.update(kept["origin"].tolist())
         if jsonl is not None:
-            for row in rows_from_table(table):
+            for row in synthetic.table_rows(table.to_pylist()):
                 jsonl.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
 
     n_model_calls = n_model_rows = 0
     try:
         for start in range(0, spec.size, chunk_rows):
-            n = min(chunk_rows, spec.size - start)
-            n_pert = int(round(n * perturb_share)) if n_seed else 0
-            parts = [s.playbook_flows(n - n_pert, rng, attack_share)]
-            if n_pert:
-                parts.append(s.perturb_flows(seed_cols, n_pert, rng))
-            cols = s.concat(parts)
+            cols = generator.templates(min(chunk_rows, spec.size - start), rng)
             m = len(cols["label"])
             cols["id"] = np.array([f"{spec.id_prefix}-{start + i:06d}" for i in range(m)], dtype=object)
-            if "seed_index" in parts[-1] and n_pert:
-                sources = np.full(m, None, dtype=object)
-                sources[m - n_pert:] = np.asarray(seed_sources, dtype=object)[parts[-1]["seed_index"]]
-                cols["seed_source"] = sources
-            else:
-                cols["seed_source"] = np.full(m, None, dtype=object)
             cols["seed_model"] = np.full(m, None, dtype=object)
             emit(cols)
         if spec.seed_models:
-            model_cols, n_model_calls = _model_columns(spec, random.Random(spec.seed), rejects)
+            model_cols, n_model_calls = _model_columns(spec, generator, random.Random(spec.seed), rejects)
             if model_cols is not None:
                 n_model_rows = len(model_cols["label"])
                 model_cols["seed_source"] = np.full(n_model_rows, None, dtype=object)
@@ -216,24 +180,22 @@ def run_e1_batch(spec: BatchSpec, seed_cols: dict[str, np.ndarray] | None, seed_
     generated = time.perf_counter() - started
 
     spot = set(spot_check_ids(accepted_ids, spec.spot_fraction, spec.seed))
-    write_queue(out / QUEUE_FILE, list(rows_from_parquet(out / E1_PARQUET, spot)), spec)
+    write_queue(out / QUEUE_FILE, list(rows_from_parquet(table_path, synthetic.table_rows, spot)), spec)
     with (out / REJECTS_FILE).open("w", encoding="utf-8") as handle:
         for reject in rejects:
             handle.write(json.dumps(reject.to_dict(), sort_keys=True) + "\n")
-    files = {"flows": out / E1_PARQUET, "rejects": out / REJECTS_FILE, "spot_check": out / QUEUE_FILE,
+    files = {synthetic.table: table_path, "rejects": out / REJECTS_FILE, "spot_check": out / QUEUE_FILE,
              "metadata": out / METADATA_FILE}
     if write_jsonl:
         files["examples"] = out / EXAMPLES_FILE
     counts = {"candidates": spec.size + n_model_rows, "template_candidates": spec.size, "model_calls": n_model_calls,
               "model_candidates": n_model_rows, "accepted": len(accepted_ids), "rejected": len(rejects),
-              "seed_rows_rejected": len(seed_rejects), "by_origin": dict(origins), "seed_flows": n_seed}
+              "seed_rows_rejected": len(seed_rejects), "by_origin": dict(origins), **generator.counts()}
     metadata = build_metadata(
-        spec, generator_id=f"{s.GENERATOR_ID}@{s.GENERATOR_VERSION}", verifier=s.VERIFIER_ID,
-        versions={"labeller": s.VERIFIER_ID, "scenarios": {name: book.rule for name, book in s.PLAYBOOKS.items()},
-                  "difficulty": "sv_env_network_logs.baseline.classify_flow"},
+        spec, generator_id=generator.generator_id, verifier=generator.verifier, versions=generator.versions(),
         counts=counts, labels=labels, scenarios=scenarios, difficulty=difficulty, rejects=rejects, spot=len(spot),
         seeds=seeds, files={name: path.name for name, path in files.items()},
     )
-    metadata["options"] = {"perturb_share": perturb_share, "attack_share": attack_share, "chunk_rows": chunk_rows}
+    metadata["options"] = {**generator.settings(), "chunk_rows": chunk_rows}
     (out / METADATA_FILE).write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
     return BatchResult(out, metadata, files, {"generate_validate_write": generated, "total": time.perf_counter() - started})
