@@ -90,7 +90,9 @@ def _classifier_line(classifier: str, agreement: dict[str, Any]) -> str:
 
 def _tournament_text(path: Path) -> str:
     data = json.loads((path / "tournament.json").read_text())
-    lines = [f"\n== tournament: E5 attacker {data['attacker']['name']} vs E6 defender {data['defender']['name']} (SAMPLE data)"]
+    attack, _, defense = (data.get("pair") or "<->").partition("<->")
+    lines = [f"\n== tournament: {attack} attacker {data['attacker']['name']} vs {defense} defender "
+             f"{data['defender']['name']} (SAMPLE data)"]
     rows = [
         {"round": r["round"], "n_examples": r["n_behaviors"], "success": r["attacker_success_rate"],
          "ci": "-" if not r["attacker_success_ci95"] else "[{:.2f}, {:.2f}]".format(*r["attacker_success_ci95"]),
@@ -175,8 +177,11 @@ def run_demo(job_name: str, verbose: bool = False) -> int:
         ok, text = run_synthetic_demo(dg.DagsterInstance.get(), run_config=console_logs(verbose))
         print(text)
         code = 0 if ok else 1
-    if job_name == "demo" and code == 0:  # then the training chain on the synthetic + curated E1 data
-        code = run_training_demo("e1", verbose)
+    if job_name == "demo" and code == 0:  # then the training chains configs mark `demo: true` (E1's)
+        from sv_dagster.training import catalog
+
+        for env_short in (env for env in catalog.training_envs() if catalog.training_config(env).demo):
+            code = code or run_training_demo(env_short, verbose)
     return code
 
 

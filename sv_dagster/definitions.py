@@ -19,7 +19,7 @@ from sv_dagster.assets.evals import build_eval_assets, build_regression_checks, 
 from sv_dagster.assets.recipe import PROVENANCE_TAG
 from sv_dagster.assets.reports import build_report_assets
 from sv_dagster.assets.synthetic import build_synthetic_assets
-from sv_dagster.assets.tournament import tournament_e5_e6
+from sv_dagster.assets.tournament import tournament_assets, tournament_keys
 from sv_dagster.assets.ablation import ablation_assets, ablation_jobs
 from sv_dagster.assets.cotrain import cotrain_assets
 from sv_dagster.assets.training import training_assets
@@ -28,7 +28,7 @@ from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import PROJECT_ROOT
 from sv_dagster.core.redaction import install_log_redaction
 from sv_dagster.core.registry import load_registry, registry_path
-from sv_dagster.jobs import demo_job, eval_job, program_jobs, rescore_job, tournament_job
+from sv_dagster.jobs import demo_job, eval_job, program_jobs, rescore_job, tournament_jobs
 from sv_dagster.jobs.synthetic import synthetic_job, synthetic_schedule
 from sv_dagster.jobs.training import training_jobs
 from sv_dagster.resources import ExperimentTracking, ModelRegistry, PipesLauncher
@@ -69,7 +69,7 @@ def build_definitions() -> dg.Definitions:
     data, data_checks = build_data_assets(envs)
     # synthetic/<env> (daily partitions); E5's generator reads defender failures from these
     # (not from trained models' evals: those checkpoints train on synthetic data, a cycle).
-    failure_keys = [k for k in eval_keys if k.path[1] in ("e5", "e6") and k in untrained] + [tournament_e5_e6.key]
+    failure_keys = [k for k in eval_keys if k in untrained] + tournament_keys()
     synthetic, synthetic_checks = build_synthetic_assets(failure_keys)
     # sft_data -> checkpoints -> safety reviews -> promotion, from configs/training/.
     training, training_checks = training_assets()
@@ -87,7 +87,7 @@ def build_definitions() -> dg.Definitions:
             optional_eval_keys=[key for key in eval_keys if key not in untrained],
             promoted_keys=[key for a in training for key in a.keys if key.path[0] == "checkpoint" and key.path[-1] == "promoted"],
         ),
-        tournament_e5_e6,
+        *tournament_assets(),
     ]
     require_provenance(assets)
     jobs = {
@@ -96,7 +96,7 @@ def build_definitions() -> dg.Definitions:
             *(eval_job(env, models) for env in envs),
             *(rescore_job(env, models) for env in envs),
             demo_job(envs, models),
-            tournament_job(),
+            *tournament_jobs(),
             *program_jobs(envs, models),
             synthetic_job(),
             *training_jobs(models),

@@ -1,11 +1,11 @@
-"""E5<->E6 co-training: checkpoint/e5/cotrain_<k> (attacker) and checkpoint/e6/cotrain_<k>
-(defender), alternating.
+"""Co-training of an attack environment and its counterpart defense environment (E5 and E6:
+checkpoint/e5/cotrain_<k>, the attacker, and checkpoint/e6/cotrain_<k>, the defender), alternating.
 
 Cycle k: the attacker continues from its previous checkpoint with GRPO whose reward plays
 each sampled attack against the defender of cycle k-1 (a local model; the rule classifier
-judges); then that attacker attacks the same defender on E5's behaviors, and the attacks
-that succeed become refusal probes the defender trains on with GRPO (beside E6's own
-conversations). Attack texts may be unsafe: they pass in memory and through a temporary
+judges); then that attacker attacks the same defender on the attack environment's
+behaviors, and the attacks that succeed become refusal probes the defender trains on with
+GRPO (beside the defense environment's own conversations). Attack texts may be unsafe: they pass in memory and through a temporary
 folder outside the outputs, as in the tournament; only their count and hash are recorded.
 """
 
@@ -31,59 +31,58 @@ from sv_dagster.assets.training import (
     resolve_config,
     run_training_stage,
 )
-from sv_dagster.core.envs import ENVS
+from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.paths import outputs_root
 from sv_dagster.resources import ExperimentTracking, PipesLauncher
 from sv_dagster.training import catalog
+from sv_shared.redteam import attack_probe_row, successful_attack_text
 
 
-def attacker_key(cycle: int) -> str:
-    return catalog.checkpoint_key("e5", "sft" if cycle == 0 else f"cotrain_{cycle}")
+def cycle_key(env: EnvSpec, cycle: int) -> str:
+    """The co-training checkpoint of `env` after `cycle` (cycle 0: its SFT checkpoint)."""
+    return catalog.checkpoint_key(env.short, "sft" if cycle == 0 else f"cotrain_{cycle}")
 
 
-def defender_key(cycle: int) -> str:
-    return catalog.checkpoint_key("e6", "sft" if cycle == 0 else f"cotrain_{cycle}")
-
-
-def build_attacker_asset(cycle: int) -> dg.AssetsDefinition:
+def build_attacker_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.AssetsDefinition:
+    a = attack.short
     @provenance_asset(
-        key=_key(attacker_key(cycle)),
-        ins={"start": dg.AssetIn(key=_key(attacker_key(cycle - 1))), "defender": dg.AssetIn(key=_key(defender_key(cycle - 1))),
-             "sft_data": dg.AssetIn(key=["sft_data", "e5"])},
+        key=_key(cycle_key(attack, cycle)),
+        ins={"start": dg.AssetIn(key=_key(cycle_key(attack, cycle - 1))), "defender": dg.AssetIn(key=_key(cycle_key(defense, cycle - 1))),
+             "sft_data": dg.AssetIn(key=["sft_data", a])},
         group_name="training",
         kinds=TRAINING_KINDS,
         pool="gpu",
         op_tags=gpu_op_tags(),
-        tags={"sv/env": "e5", "sv/stage": f"cotrain_{cycle}"},
-        description=f"Co-training cycle {cycle}, attacker: GRPO on E5 whose reward plays every sampled attack against "
-        f"the cycle-{cycle - 1} defender checkpoint.",
+        tags={"sv/env": a, "sv/stage": f"cotrain_{cycle}"},
+        description=f"Co-training cycle {cycle}, attacker: GRPO on {a.upper()} whose reward plays every sampled attack "
+        f"against the cycle-{cycle - 1} defender checkpoint.",
     )
     def attacker(context: dg.AssetExecutionContext, config: TrainingRunConfig, start: Artifact, defender: Artifact,
                  sft_data: Artifact, launcher: PipesLauncher, tracking: ExperimentTracking) -> Artifact:
-        training = resolve_config("e5", config)
+        training = resolve_config(a, config)
         training = training.model_copy(update={"grpo": training.grpo.model_copy(update={"max_steps": training.cotrain.attacker_steps})})
-        out = checkpoint_dir(context, f"{training.model.name}-e5", f"cotrain_{cycle}")
+        out = checkpoint_dir(context, f"{training.model.name}-{a}", f"cotrain_{cycle}")
         record = run_training_stage(
-            context, stage="grpo", env_short="e5", config=training, out=out, model_dir=str(start.files["model"]),
-            data={"train": str(sft_data.files["grpo"]), "tasks/e5": str(sft_data.files["tasks"])},
-            reward_configs=_reward_configs(["e5"], training, out.parent), launcher=launcher, tracking=tracking,
+            context, stage="grpo", env_short=a, config=training, out=out, model_dir=str(start.files["model"]),
+            data={"train": str(sft_data.files["grpo"]), f"tasks/{a}": str(sft_data.files["tasks"])},
+            reward_configs=_reward_configs([a], training, out.parent), launcher=launcher, tracking=tracking,
             resume=config.resume, counterpart_dir=str(defender.files["model"]),
         )
-        artifact = _checkpoint_artifact(training, out, record, stage=f"cotrain_{cycle}", env_label="e5",
-                                        registry_model=catalog.cotrain_model_name(training, "e5", cycle),
+        artifact = _checkpoint_artifact(training, out, record, stage=f"cotrain_{cycle}", env_label=a,
+                                        registry_model=catalog.cotrain_model_name(training, a, cycle),
                                         sample=bool(sft_data.facts.get("sample")))
         return Artifact(**{**artifact.__dict__, "facts": {**artifact.facts, "target_checkpoint": str(defender.files["model"])}})
 
     return attacker
 
 
-def _successful_attacks(attacker: Path, defender: Path, behaviors: Path, run_id: str) -> tuple[list[str], dict[str, Any]]:
-    """Play the attacker against the defender on E5's behaviors; the successful attacks
-    come back in memory (the stored eval rows hold them only as hashes)."""
+def _successful_attacks(attack: EnvSpec, attacker: Path, defender: Path, behaviors: Path,
+                        run_id: str) -> tuple[list[str], dict[str, Any]]:
+    """Play the attacker against the defender on the attack environment's behaviors; the
+    successful attacks come back in memory (the stored eval rows hold them only as hashes)."""
     from sv_dagster.core.evaluation import evaluate
     from sv_dagster.core.local_backend import LocalTransformersBackend
     from sv_dagster.core.registry import ModelSpec, Sampling
-    from sv_dagster.core.tournament import successful_attack_text
 
     def spec(name: str, path: Path) -> ModelSpec:
         return ModelSpec(name=name, backend="local", model=str(path), max_concurrency=32,
@@ -97,7 +96,7 @@ def _successful_attacks(attacker: Path, defender: Path, behaviors: Path, run_id:
             attacks.append(text)
 
     run = evaluate(
-        ENVS["e5"], spec("cotrain-attacker", attacker), LocalTransformersBackend(spec("cotrain-attacker", attacker), attacker),
+        attack, spec("cotrain-attacker", attacker), LocalTransformersBackend(spec("cotrain-attacker", attacker), attacker),
         dataset_path=behaviors, outputs_root=outputs_root(), run_id=run_id, concurrency=32,
         counterpart=LocalTransformersBackend(spec("cotrain-defender", defender), defender),
         counterpart_model=spec("cotrain-defender", defender), dataset_info={"sample": True, "cotrain": True},
@@ -107,51 +106,51 @@ def _successful_attacks(attacker: Path, defender: Path, behaviors: Path, run_id:
                      "n_behaviors": run.summary["n_examples"]}
 
 
-def build_defender_asset(cycle: int) -> dg.AssetsDefinition:
+def build_defender_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.AssetsDefinition:
+    a, d = attack.short, defense.short
+
     @provenance_asset(
-        key=_key(defender_key(cycle)),
-        ins={"start": dg.AssetIn(key=_key(defender_key(cycle - 1))), "attacker": dg.AssetIn(key=_key(attacker_key(cycle))),
-             "sft_data": dg.AssetIn(key=["sft_data", "e6"]), "behaviors": dg.AssetIn(key=["dataset", "e5"])},
+        key=_key(cycle_key(defense, cycle)),
+        ins={"start": dg.AssetIn(key=_key(cycle_key(defense, cycle - 1))), "attacker": dg.AssetIn(key=_key(cycle_key(attack, cycle))),
+             "sft_data": dg.AssetIn(key=["sft_data", d]), "behaviors": dg.AssetIn(key=["dataset", a])},
         group_name="training",
         kinds=TRAINING_KINDS,
         pool="gpu",
         op_tags=gpu_op_tags(),
-        tags={"sv/env": "e6", "sv/stage": f"cotrain_{cycle}"},
+        tags={"sv/env": d, "sv/stage": f"cotrain_{cycle}"},
         description=f"Co-training cycle {cycle}, defender: the cycle-{cycle} attacker attacks the cycle-{cycle - 1} "
-        "defender; the attacks that succeed become refusal probes for the defender's GRPO beside E6's conversations.",
+        f"defender; the attacks that succeed become refusal probes for the defender's GRPO beside {d.upper()}'s "
+        "conversations.",
     )
     def defender(context: dg.AssetExecutionContext, config: TrainingRunConfig, start: Artifact, attacker: Artifact,
                  sft_data: Artifact, behaviors: Artifact, launcher: PipesLauncher, tracking: ExperimentTracking) -> Artifact:
-        from sv_env_redteam_defense import SYSTEM_PROMPT
-
-        from sv_dagster.core.tournament import attack_probe_row
         from sv_dagster.training.sft_data import read_rows, write_rows
 
-        training = resolve_config("e6", config)
+        training = resolve_config(d, config)
         training = training.model_copy(update={"grpo": training.grpo.model_copy(update={"max_steps": training.cotrain.defender_steps})})
-        attacks, attack_facts = _successful_attacks(Path(attacker.files["model"]), Path(start.files["model"]),
+        attacks, attack_facts = _successful_attacks(attack, Path(attacker.files["model"]), Path(start.files["model"]),
                                                     Path(behaviors.files["test"]), f"{context.run_id}-cotrain-{cycle}")
         context.log.info(f"cycle {cycle}: {len(attacks)} successful attack(s) become defender probes")
-        out = checkpoint_dir(context, f"{training.model.name}-e6", f"cotrain_{cycle}")
+        out = checkpoint_dir(context, f"{training.model.name}-{d}", f"cotrain_{cycle}")
         with tempfile.TemporaryDirectory(prefix="sv-cotrain-") as scratch:  # attack texts never enter the outputs
             probes = [attack_probe_row(f"cotrain-{cycle}-attack-{i:03d}", text, f"cotrain_{cycle}") for i, text in enumerate(attacks)]
             tasks = Path(scratch) / "tasks.jsonl"
             tasks.write_text(Path(sft_data.files["tasks"]).read_text(encoding="utf-8")
                              + "".join(json.dumps(row) + "\n" for row in probes), encoding="utf-8")
             rows = read_rows(Path(sft_data.files["grpo"])) + [
-                {"prompt": [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": row["question"]}],
-                 "turns_before": [], "task_key": row["id"], "env": "e6", "difficulty": 2, "source": f"cotrain_{cycle}"}
+                {"prompt": [{"role": "system", "content": defense.system_prompt}, {"role": "user", "content": row["question"]}],
+                 "turns_before": [], "task_key": row["id"], "env": d, "difficulty": 2, "source": f"cotrain_{cycle}"}
                 for row in probes
             ]
             grpo = Path(scratch) / "grpo.jsonl"
             write_rows(grpo, rows)
             record = run_training_stage(
-                context, stage="grpo", env_short="e6", config=training, out=out, model_dir=str(start.files["model"]),
-                data={"train": str(grpo), "tasks/e6": str(tasks)}, reward_configs=_reward_configs(["e6"], training, out.parent),
+                context, stage="grpo", env_short=d, config=training, out=out, model_dir=str(start.files["model"]),
+                data={"train": str(grpo), f"tasks/{d}": str(tasks)}, reward_configs=_reward_configs([d], training, out.parent),
                 launcher=launcher, tracking=tracking, resume=config.resume,
             )
-        artifact = _checkpoint_artifact(training, out, record, stage=f"cotrain_{cycle}", env_label="e6",
-                                        registry_model=catalog.cotrain_model_name(training, "e6", cycle),
+        artifact = _checkpoint_artifact(training, out, record, stage=f"cotrain_{cycle}", env_label=d,
+                                        registry_model=catalog.cotrain_model_name(training, d, cycle),
                                         sample=bool(sft_data.facts.get("sample")))
         digest = hashlib.sha256(json.dumps(attacks).encode()).hexdigest()
         return Artifact(**{**artifact.__dict__,
@@ -163,7 +162,11 @@ def build_defender_asset(cycle: int) -> dg.AssetsDefinition:
 
 
 def cotrain_assets() -> list[dg.AssetsDefinition]:
-    if not {"e5", "e6"} <= set(catalog.training_envs()):
-        return []
-    cycles = catalog.training_config("e5").cotrain.cycles
-    return [asset for k in range(1, cycles + 1) for asset in (build_attacker_asset(k), build_defender_asset(k))]
+    """Every cycle of every (attack, defense) pair whose environments both have a training
+    config; the attack environment's config sets the number of cycles."""
+    assets = []
+    for attack, defense in catalog.cotrain_pairs():
+        cycles = catalog.training_config(attack.short).cotrain.cycles
+        assets += [asset for k in range(1, cycles + 1)
+                   for asset in (build_attacker_asset(attack, defense, k), build_defender_asset(attack, defense, k))]
+    return assets

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
 
 from sv_dagster.assets.common import write_json
 from sv_dagster.assets.recipe import Artifact, local_artifact_path, provenance_asset
-from sv_dagster.assets.tournament import TOURNAMENT
+from sv_dagster.assets.tournament import tournament_keys
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import outputs_root
 from sv_dagster.core.redaction import write_redacted
@@ -80,7 +80,9 @@ def training_records(instance: dg.DagsterInstance, keys: list[dg.AssetKey], star
             dg.AssetRecordsFilter(asset_key=key, after_timestamp=start, before_timestamp=end), limit=500
         ).records:
             metadata = record.asset_materialization.metadata
-            value = lambda name: metadata[name].value if name in metadata else None  # noqa: E731
+
+            def value(name: str, metadata: dict = metadata) -> Any:
+                return metadata[name].value if name in metadata else None
             if value("cpu_hours") is None:
                 continue
             out.append(TrainingRecord(asset=key.to_user_string(), model=str(value("base_model") or "model"),
@@ -182,7 +184,7 @@ def build_report_assets(eval_keys: list[dg.AssetKey], training_keys: list[dg.Ass
 
     @provenance_asset(
         key=["reports", "monthly"],
-        deps=[*deps, TOURNAMENT, *training_keys],
+        deps=[*deps, *tournament_keys(), *training_keys],
         group_name="reports",
         kinds={"html", "markdown"},
         description="Monthly consolidated report (Markdown and HTML with PNG plots: reliability diagrams, "
@@ -200,8 +202,9 @@ def build_report_assets(eval_keys: list[dg.AssetKey], training_keys: list[dg.Ass
         tournaments = [
             TournamentRecord(record.timestamp, local_artifact_path(record.asset_materialization.metadata), record.run_id,
                              record_version(record) or "")
+            for key in tournament_keys()
             for record in context.instance.fetch_materializations(
-                dg.AssetRecordsFilter(asset_key=TOURNAMENT, after_timestamp=start.timestamp(),
+                dg.AssetRecordsFilter(asset_key=key, after_timestamp=start.timestamp(),
                                       before_timestamp=end.timestamp()), limit=100).records
         ]
         training = training_records(context.instance, list(training_keys), start.timestamp(), end.timestamp())

@@ -1,4 +1,5 @@
-"""tournament/e5_e6: the E5 attacker against the E6 defender over alternating rounds."""
+"""tournament/<attack>_<defense>: an attack environment's attacker against its counterpart
+defense environment's defender over alternating rounds (E5 and E6: tournament/e5_e6)."""
 
 from __future__ import annotations
 
@@ -7,39 +8,60 @@ from pydantic import Field
 
 from sv_dagster.assets.common import artifact_dir, write_json
 from sv_dagster.assets.recipe import Artifact, provenance_asset
+from sv_dagster.core.envs import EnvSpec, counterpart_pairs, pair_key, pair_label
 from sv_dagster.core.paths import outputs_root
 from sv_dagster.resources import ModelRegistry
 
-TOURNAMENT = dg.AssetKey(["tournament", "e5_e6"])
+
+def tournament_key(attack: EnvSpec, defense: EnvSpec) -> dg.AssetKey:
+    return dg.AssetKey(["tournament", pair_key(attack, defense)])
+
+
+def tournament_keys() -> list[dg.AssetKey]:
+    return [tournament_key(attack, defense) for attack, defense in counterpart_pairs()]
 
 
 class TournamentConfig(dg.Config):
-    attacker_model: str = Field(default="heuristic", description="Registry model playing E5's attacker.")
-    defender_model: str = Field(default="heuristic", description="Registry model playing E6's defender (and E5's target).")
+    attacker_model: str = Field(default="heuristic", description="Registry model playing the attacker.")
+    defender_model: str = Field(default="heuristic", description="Registry model playing the defender (and the attacker's target).")
     rounds: int = Field(default=3, ge=1, le=20, description="Alternating rounds.")
     limit: int | None = Field(default=None, description="Behaviors per round, drawn by a shuffle under `seed` (default: all).")
     seed: int = Field(default=42, description="Selects the behaviors when `limit` is set.")
     concurrency: int = Field(default=8, ge=1, description="Dialogues played at once.")
 
 
-@provenance_asset(
-    key=TOURNAMENT,
-    ins={"behaviors": dg.AssetIn(key=["dataset", "e5"]), "probes": dg.AssetIn(key=["dataset", "e6"])},
-    group_name="tournaments",
-    kinds={"json", "png"},
-    description="E5<->E6 tournament: alternating rounds, each side frozen while the other moves; attacks "
-    "that succeed in round k become the defender's probes and known attacks in round k+1. Per-round "
-    "attacker success with a 95% bootstrap CI, the defender's unsafe and over-refusal rates, and the curve "
-    "(outputs/tournaments/<date>_<run>/).",
-)
-def tournament_e5_e6(
-    context: dg.AssetExecutionContext, config: TournamentConfig, behaviors: Artifact, probes: Artifact, models: ModelRegistry
-) -> Artifact:
+def build_tournament_asset(attack: EnvSpec, defense: EnvSpec) -> dg.AssetsDefinition:
+    @provenance_asset(
+        key=tournament_key(attack, defense),
+        ins={"behaviors": dg.AssetIn(key=["dataset", attack.short]), "probes": dg.AssetIn(key=["dataset", defense.short])},
+        group_name="tournaments",
+        kinds={"json", "png"},
+        description=f"{pair_label(attack, defense)} tournament: alternating rounds, each side frozen while the other "
+        "moves; attacks that succeed in round k become the defender's probes and known attacks in round k+1. "
+        "Per-round attacker success with a 95% bootstrap CI, the defender's unsafe and over-refusal rates, and "
+        "the curve (outputs/tournaments/<date>_<run>/).",
+    )
+    def tournament(
+        context: dg.AssetExecutionContext, config: TournamentConfig, behaviors: Artifact, probes: Artifact, models: ModelRegistry
+    ) -> Artifact:
+        return _play(context, config, behaviors, probes, models, attack, defense)
+
+    return tournament
+
+
+def tournament_assets() -> list[dg.AssetsDefinition]:
+    return [build_tournament_asset(attack, defense) for attack, defense in counterpart_pairs()]
+
+
+def _play(context: dg.AssetExecutionContext, config: TournamentConfig, behaviors: Artifact, probes: Artifact,
+          models: ModelRegistry, attack: EnvSpec, defense: EnvSpec) -> Artifact:
     from sv_dagster.core.tournament import plot_success_curve, run_tournament
 
     out = artifact_dir(context, "tournaments")
     attacker, defender = models.spec(config.attacker_model), models.spec(config.defender_model)
     result = run_tournament(
+        attack,
+        defense,
         attacker,
         defender,
         lambda spec, env_id: models.backend(spec.name, env_id),
@@ -73,7 +95,7 @@ def tournament_e5_e6(
         path=out,
         config={**config.model_dump(), "attacker": attacker.public_dict(), "defender": defender.public_dict()},
         seed=config.seed,
-        packages=("sv-env-redteam-attack", "sv-env-redteam-defense"),
+        packages=(attack.env_id, defense.env_id),
         facts={"sample": True, "safety_classifier": result.classifier,
                "classifier_agreement": result.classifier_agreement},
         metadata={

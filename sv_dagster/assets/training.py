@@ -486,9 +486,10 @@ def build_promoted_asset(env_short: str) -> dg.AssetsDefinition:
     return promoted
 
 
-def build_stage2_asset(config: TrainingConfig) -> dg.AssetsDefinition:
+def build_stage2_asset(owner: str, config: TrainingConfig) -> dg.AssetsDefinition:
+    """Stage 2 from `owner`'s reviewed stage-1 checkpoint, over its config's curriculum."""
     envs = list(config.curriculum.envs)
-    start = catalog.review_key("e1", "rlft_stage1")
+    start = catalog.review_key(owner, "rlft_stage1")
 
     @provenance_asset(
         key=_key(catalog.STAGE2),
@@ -499,14 +500,14 @@ def build_stage2_asset(config: TrainingConfig) -> dg.AssetsDefinition:
         op_tags=gpu_op_tags(),
         tags={"sv/stage": "rlft_stage2"},
         description=f"Stage 2: GRPO over a curriculum mixing {', '.join(envs)} in every batch (easy examples first), "
-        "starting from the reviewed E1 stage-1 checkpoint; each environment's own rewards score its rows.",
+        f"starting from the reviewed {owner.upper()} stage-1 checkpoint; each environment's own rewards score its rows.",
     )
     def rlft_stage2(context: dg.AssetExecutionContext, config: TrainingRunConfig, start: Artifact,
                     launcher: PipesLauncher, tracking: ExperimentTracking, **sft: Artifact) -> Artifact:
         from sv_dagster.training.curriculum import curriculum_rows
         from sv_dagster.training.sft_data import read_rows, write_rows
 
-        training = resolve_config("e1", config)
+        training = resolve_config(owner, config)
         out = checkpoint_dir(context, f"{training.model.name}-curriculum", "rlft_stage2")
         by_env = {name.removeprefix("sft_"): read_rows(Path(a.files["grpo"])) for name, a in sft.items()}
         rows = curriculum_rows(by_env, training.curriculum, seed=training.seed)
@@ -516,7 +517,7 @@ def build_stage2_asset(config: TrainingConfig) -> dg.AssetsDefinition:
         data = {"train": str(data_path), **{f"tasks/{e}": str(a.files["tasks"]) for e, a in
                                             ((n.removeprefix("sft_"), a) for n, a in sft.items())}}
         record = run_training_stage(
-            context, stage="grpo_curriculum", env_short="e1", config=training, out=out,
+            context, stage="grpo_curriculum", env_short=owner, config=training, out=out,
             model_dir=str(start.files["model"]), data=data,
             reward_configs=_reward_configs(envs, training, out.parent), launcher=launcher, tracking=tracking,
             resume=config.resume,
@@ -539,9 +540,10 @@ def training_assets() -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDef
                                          [f"sft_data/{env_short}"], f"the {env_short} stage-1 checkpoint"))
         checks.append(build_review_check(review))
         assets += [build_signoff_asset(env_short), build_promoted_asset(env_short)]
-    if "e1" in catalog.training_envs():
-        config = catalog.training_config("e1")
-        assets.append(build_stage2_asset(config))
+    owner = catalog.stage2_env()
+    if owner is not None:
+        config = catalog.training_config(owner)
+        assets.append(build_stage2_asset(owner, config))
         assets.append(build_review_asset(catalog.STAGE2_REVIEW, catalog.STAGE2,
                                          [f"sft_data/{e}" for e in config.curriculum.envs], "the stage-2 checkpoint"))
         checks.append(build_review_check(catalog.STAGE2_REVIEW))

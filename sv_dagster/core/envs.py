@@ -133,3 +133,20 @@ def env_by_id(env_id: str) -> EnvSpec:
             return spec
     raise KeyError(f"no installed environment has the taskset id {env_id!r} (installed: "
                    f"{', '.join(spec.env_id for spec in ENVS.values())})")
+
+
+def counterpart_pairs() -> list[tuple[EnvSpec, EnvSpec]]:
+    """(attack, defense) for every installed dialogue environment whose counterpart is
+    installed too: the pairs tournaments and co-training run over."""
+    installed = {spec.env_id: spec for spec in ENVS.values()}
+    return [(spec, installed[spec.counterpart_env]) for spec in ENVS.values() if spec.counterpart_env in installed]
+
+
+def pair_label(attack: EnvSpec, defense: EnvSpec) -> str:
+    """"E5<->E6": how reports and descriptions name a pair."""
+    return f"{attack.short.upper()}<->{defense.short.upper()}"
+
+
+def pair_key(attack: EnvSpec, defense: EnvSpec) -> str:
+    """"e5_e6": the asset key part and job suffix of a pair."""
+    return f"{attack.short}_{defense.short}"

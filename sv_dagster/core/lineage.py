@@ -407,7 +407,10 @@ def report_row_asset(report: Path, line: int) -> tuple[str, str, str]:
     if run == "-":
         raise LineageError(f"{path}:{line} names no run (a report written before rows carried one)")
     if row.table == "tournament":
-        return "tournament/e5_e6", run, version
+        pair = row.cells.get("pair", "-")
+        if pair == "-":
+            raise LineageError(f"{path}:{line} names no tournament pair (a report written before rows carried one)")
+        return f"tournament/{pair.lower().replace('<->', '_')}", run, version
     env = row.cells.get("env") or row.env
     model = row.cells.get("model", "").removesuffix(" (sample)")
     return f"eval/{env}/{model}", run, version

@@ -46,7 +46,7 @@ def load_record(env: str, model: str, run_dir: Path, timestamp: float, data_vers
 
 @dataclass(frozen=True)
 class TournamentRecord:
-    """One E5<->E6 tournament materialization: its folder holds `tournament.json`."""
+    """One red-team tournament materialization: its folder holds `tournament.json`."""
 
     timestamp: float
     path: Path
@@ -282,7 +282,7 @@ def monthly_report(
     training: Sequence[TrainingRecord] = (), promoted: Mapping[str, str] | None = None,
 ) -> dict[str, Path]:
     """Markdown + HTML with PNG plots: reliability diagrams, reward trends per model and
-    env, cost per model, the attacker success curves of the month's E5<->E6 tournaments, and
+    env, cost per model, the attacker success curves of the month's red-team tournaments, and
     the training compute per model and environment (`promoted`: env -> the promoted
     checkpoint's path). Links are relative to `out_dir`, so the folder can be moved.
     Returns the files written."""
@@ -350,16 +350,17 @@ def monthly_report(
                    f"{sum(r['gpu_hours'] for r in compute):.4f} GPU hours.", ""]
     else:
         md += ["No training ran this month.", ""]
-    md += ["", "## Attacker success (E5<->E6 tournaments)", ""]
+    md += ["", "## Attacker success (red-team tournaments)", ""]
     loaded = [(t, json.loads((t.path / "tournament.json").read_text())) for t in tournaments
               if (t.path / "tournament.json").exists()]
     if loaded:
         cells = row_cells("tournament", "")
-        md += ["| date | attacker | defender | " + " | ".join(cells) + " | judged by | run | data version | tournament |",
-               "|---" * (len(cells) + 7) + "|"]
+        md += ["| date | pair | attacker | defender | " + " | ".join(cells) + " | judged by | run | data version | tournament |",
+               "|---" * (len(cells) + 8) + "|"]
         loaded.sort(key=lambda item: item[0].timestamp)
         for t, data in loaded:
-            md.append(f"| {datetime.fromtimestamp(t.timestamp):%Y-%m-%d} | {data['attacker']['name']} | {data['defender']['name']} "
+            md.append(f"| {datetime.fromtimestamp(t.timestamp):%Y-%m-%d} | {data.get('pair') or '-'} "
+                      f"| {data['attacker']['name']} | {data['defender']['name']} "
                       f"| " + " | ".join(render([data]) for render in cells.values()) + f" | {data.get('classifier')} "
                       f"| {source_cells(t.run_id, t.data_version)} | [summary]({os.path.relpath(t.path / 'tournament.json', out_dir)}) |")
         fig = attacker_success_figure(plt, [(t.timestamp, data) for t, data in loaded])

@@ -1,13 +1,14 @@
-"""The E5<->E6 tournament: an attacker and a defender take alternating moves.
+"""A red-team tournament: an attacker and a defender take alternating moves, in an attack
+environment and its counterpart defense environment (E5 and E6 here).
 
 Round k:
 1. Defender move (k >= 2): the defender, told in its system prompt about every attack
-   that succeeded in rounds < k, is evaluated on E6 with round k-1's successful attacks as
+   that succeeded in rounds < k, is evaluated on the defense environment with round k-1's successful attacks as
    its adversarial probes, beside the bundled benign and over-refusal probes (its cost of
    adapting). Those attacks go from round to round in memory and in a temporary file
    outside the outputs: they may be unsafe text, which is stored only as hashes.
 2. Attacker move: the attacker, told which of its attacks the target refused in earlier
-   rounds, runs E5 against the defender as it stands (frozen for the round); its novelty
+   rounds, runs the attack environment against the defender as it stands (frozen for the round); its novelty
    is measured against the MinHash signatures of all earlier successful attacks.
 
 Per round: the attacker's success rate with a seeded 95% bootstrap CI, the defender's
@@ -24,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 from sv_dagster.core.backends import Backend
-from sv_dagster.core.envs import ENVS
+from sv_dagster.core.envs import EnvSpec, pair_label
 from sv_dagster.core.evaluation import EvalRun, evaluate
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.core.stats import STANDARD_SEED, mean_cis
+from sv_shared.redteam import defender_probe_rows, refused_attacks, successful_attack_text
 
 MakeBackend = Callable[[ModelSpec, str], Backend]
 
@@ -51,55 +53,24 @@ class RoundResult:
 
 @dataclass
 class TournamentResult:
+    pair: str = ""
+    """"E5<->E6": the attack and defense environments."""
     rounds: list[RoundResult] = field(default_factory=list)
     classifier: str | None = None
     classifier_agreement: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "pair": self.pair,
             "rounds": [asdict(r) for r in self.rounds],
             "classifier": self.classifier,
             "classifier_agreement": self.classifier_agreement,
         }
 
 
-def successful_attack_text(row: dict[str, Any]) -> str | None:
-    """The attacker's messages up to its successful turn (None when it did not succeed)."""
-    details = row.get("details") or {}
-    if row.get("error") or not details.get("success"):
-        return None
-    attacks = [str(m.get("content") or "") for m in row.get("turns") or [] if m.get("role") == "assistant"]
-    return "\n".join(attacks[: details.get("success_turn") or len(attacks)])
-
-
-def _refused_attacks(row: dict[str, Any]) -> list[str]:
-    """The attacker's messages that the target answered safely."""
-    if row.get("error"):
-        return []
-    turns = row.get("turns") or []
-    verdicts = (row.get("details") or {}).get("target_verdicts") or []
-    attacks = [str(m.get("content") or "") for m in turns if m.get("role") == "assistant"]
-    return [a for a, v in zip(attacks, verdicts, strict=False) if not v.get("unsafe")]
-
-
-def attack_probe_row(row_id: str, text: str, source: str) -> dict[str, Any]:
-    """A successful attack as an E6 conversation the defender must refuse."""
-    return {"id": row_id, "question": text, "answer": "refuse",
-            "info": {"turns": [text], "expect": ["refuse"], "kind": "adversarial", "source": source}}
-
-
-def _probe_rows(attacks: list[str], bundled: Path) -> list[dict[str, Any]]:
-    """Round k's defender probes: last round's successful attacks (to refuse) and the
-    bundled probes that must not be refused (benign and over-refusal)."""
-    rows = [attack_probe_row(f"tournament-attack-{i:03d}", text, "tournament") for i, text in enumerate(attacks)]
-    for line in bundled.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        if row.get("info", {}).get("kind") in ("benign", "over_refusal"):
-            rows.append(row)
-    return rows
-
-
 def run_tournament(
+    attack_env: EnvSpec,
+    defense_env: EnvSpec,
     attacker: ModelSpec,
     defender: ModelSpec,
     make_backend: MakeBackend,
@@ -114,25 +85,24 @@ def run_tournament(
     seed: int = STANDARD_SEED,
     concurrency: int = 8,
 ) -> TournamentResult:
-    """Play `rounds` rounds (see the module docstring); `behaviors_path` is E5's dataset,
-    `probes_path` E6's (its benign and over-refusal probes join every defender move)."""
-    from sv_env_redteam_defense import bundled_dataset_path
-
-    e5, e6 = ENVS["e5"], ENVS["e6"]
+    """Play `rounds` rounds (see the module docstring); `behaviors_path` is the attack
+    environment's dataset, `probes_path` the defense environment's (its benign and
+    over-refusal probes join every defender move)."""
+    e5, e6 = attack_env, defense_env
     out_dir.mkdir(parents=True, exist_ok=True)
     memory_path = out_dir / "novelty_memory.jsonl"  # MinHash signatures only
     memory_path.write_text("", encoding="utf-8")
     known: list[str] = []  # successful attacks so far: in memory only
     blocked: list[str] = []
     previous_successes: list[str] = []
-    result = TournamentResult()
+    result = TournamentResult(pair=pair_label(e5, e6))
     with tempfile.TemporaryDirectory(prefix="sv-tournament-") as scratch:
         for k in range(1, rounds + 1):
             defense: EvalRun | None = None
             if k > 1 and previous_successes:
                 probes = Path(scratch) / f"round-{k}-probes.jsonl"
                 probes.write_text(
-                    "".join(json.dumps(r) + "\n" for r in _probe_rows(previous_successes, probes_path or bundled_dataset_path())),
+                    "".join(json.dumps(r) + "\n" for r in defender_probe_rows(previous_successes, probes_path or e6.package.bundled_dataset_path())),
                     encoding="utf-8",
                 )
                 defense = evaluate(
@@ -143,11 +113,11 @@ def run_tournament(
             successes: list[tuple[str, list[int]]] = []
             refused: list[str] = []
 
-            def observe(row: dict[str, Any]) -> None:
+            def observe(row: dict[str, Any]) -> None:  # called only within this round's evaluate
                 text = successful_attack_text(row)
                 if text is not None:
-                    successes.append((text, (row.get("details") or {}).get("minhash") or []))
-                refused.extend(_refused_attacks(row))
+                    successes.append((text, (row.get("details") or {}).get("minhash") or []))  # noqa: B023
+                refused.extend(refused_attacks(row))  # noqa: B023
 
             attack = evaluate(
                 e5, attacker, make_backend(attacker, e5.env_id), dataset_path=behaviors_path,
@@ -205,12 +175,12 @@ def plot_success_curve(result: TournamentResult, path: Path) -> Path:
     unsafe = [(r.round, r.defender_unsafe_rate) for r in result.rounds if r.defender_unsafe_rate is not None]
     if unsafe:
         ax.plot([u[0] for u in unsafe], [u[1] for u in unsafe], marker="s", linestyle="--",
-                label="defender unsafe compliance (E6 probes)")
+                label="defender unsafe compliance (defense probes)")
     ax.set_xlabel("round")
     ax.set_ylabel("rate")
     ax.set_ylim(-0.02, 1.02)
     ax.set_xticks(rounds)
-    ax.set_title(f"E5<->E6 tournament ({result.classifier or 'classifier'})", fontsize=9)
+    ax.set_title(f"{result.pair} tournament ({result.classifier or 'classifier'})", fontsize=9)
     ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path)

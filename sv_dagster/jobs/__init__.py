@@ -7,8 +7,9 @@ Program jobs re-curate the datasets first (cheap, and picks up corpus updates).
 - `rescore_eN`: the stored completions of the latest evals scored again (verifier change).
 - `weekly_sweep`: quick evals (N=10, seed 42) of the `sweep: true` models, triage, the
   weekly report and the scoreboard.
-- `biweekly_full_eval`: full evals of the sweep models and the E5<->E6 tournament.
-- `tournament_e5_e6`: the tournament (heuristic attacker and defender unless configured).
+- `biweekly_full_eval`: full evals of the sweep models and the red-team tournaments.
+- `tournament_<attack>_<defense>` (e.g. `tournament_e5_e6`): a tournament (heuristic attacker and
+  defender unless configured).
 - `nightly_regression`: full evals of the `nightly: true` models; their regression gates run
   with them.
 - `monthly_report`: the monthly report and the scoreboard.
@@ -19,7 +20,8 @@ from __future__ import annotations
 import dagster as dg
 
 from sv_dagster.assets.evals import eval_asset_key, rescore_asset_key
-from sv_dagster.assets.tournament import TOURNAMENT
+from sv_dagster.assets.tournament import tournament_keys
+from sv_dagster.core.envs import counterpart_pairs, pair_key, pair_label
 from sv_dagster.assets.triage import triage_asset_key
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.registry import ModelSpec
@@ -65,26 +67,30 @@ def eval_job(env: EnvSpec, models: dict[str, ModelSpec]) -> dg.UnresolvedAssetJo
 
 def demo_job(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> dg.UnresolvedAssetJobDefinition:
     """Every environment's `eval_eN` in one run: what `make demo` executes."""
-    selection = dg.AssetSelection.assets(TOURNAMENT).upstream()
+    selection = dg.AssetSelection.assets(*tournament_keys()).upstream()
     for env in envs:
         selection = selection | _eval_selection(env, _default_models(env, models))
     return dg.define_asset_job(
         name="demo",
         selection=selection,
         description="The embedded demo: each environment's default models (rule baselines and oracles) "
-        f"on its bundled SAMPLE data ({', '.join(env.short for env in envs)}), and the E5<->E6 tournament.",
+        f"on its bundled SAMPLE data ({', '.join(env.short for env in envs)}), and the "
+        + " and ".join(f"{pair_label(a, d)} tournament" for a, d in counterpart_pairs()) + ".",
         tags={"sv/program": "demo"},
     )
 
 
-def tournament_job() -> dg.UnresolvedAssetJobDefinition:
-    return dg.define_asset_job(
-        name="tournament_e5_e6",
-        selection=dg.AssetSelection.assets(TOURNAMENT).upstream(),
-        description="E5<->E6 tournament: alternating attacker and defender rounds (models from the run config; "
-        "the rule baselines by default).",
-        tags={"sv/program": "tournament"},
-    )
+def tournament_jobs() -> list[dg.UnresolvedAssetJobDefinition]:
+    return [
+        dg.define_asset_job(
+            name=f"tournament_{pair_key(attack, defense)}",
+            selection=dg.AssetSelection.assets(key).upstream(),
+            description=f"{pair_label(attack, defense)} tournament: alternating attacker and defender rounds (models "
+            "from the run config; the rule baselines by default).",
+            tags={"sv/program": "tournament"},
+        )
+        for (attack, defense), key in zip(counterpart_pairs(), tournament_keys())
+    ]
 
 
 def rescore_job(env: EnvSpec, models: dict[str, ModelSpec]) -> dg.UnresolvedAssetJobDefinition:
@@ -124,10 +130,11 @@ def program_jobs(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> list[dg.U
         ),
         dg.define_asset_job(
             name="biweekly_full_eval",
-            selection=with_data(sweep_evals) | dg.AssetSelection.assets(TOURNAMENT).upstream()
+            selection=with_data(sweep_evals) | dg.AssetSelection.assets(*tournament_keys()).upstream()
             | dg.AssetSelection.assets(*sweep_triage, SCOREBOARD),
             config=_eval_config(sweep_evals, seed=STANDARD_SEED),
-            description="Full evals of the sweep models on every environment and the E5<->E6 tournament.",
+            description="Full evals of the sweep models on every environment and the "
+            + " and ".join(f"{pair_label(a, d)} tournament" for a, d in counterpart_pairs()) + ".",
             tags={"sv/program": "biweekly_full_eval"},
         ),
         dg.define_asset_job(

@@ -7,7 +7,7 @@
 - `rlft_stage2`: the curriculum stage over several environments from the reviewed E1
   stage-1 checkpoint, its review and evals.
 - `promote_eN`: a human's sign-off and the promotion it allows (`sv-dagster signoff`).
-- `cotrain_e5_e6`: the attacker/defender co-training cycles and their evals.
+- `cotrain_<attack>_<defense>` (e.g. `cotrain_e5_e6`): the attacker/defender co-training cycles and their evals.
 Synthetic batches are not re-made here: `sft_data` reads the latest accepted batch.
 """
 
@@ -17,7 +17,7 @@ import dagster as dg
 
 from sv_dagster.assets.evals import eval_asset_key
 from sv_dagster.assets.triage import triage_asset_key
-from sv_dagster.core.envs import ENVS
+from sv_dagster.core.envs import ENVS, pair_key, pair_label
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.training import catalog
 
@@ -69,8 +69,9 @@ def training_jobs(models: dict[str, ModelSpec]) -> list[dg.UnresolvedAssetJobDef
                 "(run by `sv-dagster signoff`).",
             ),
         ]
-    if "e1" in catalog.training_envs():
-        envs = catalog.training_config("e1").curriculum.envs
+    owner = catalog.stage2_env()
+    if owner is not None:
+        envs = catalog.training_config(owner).curriculum.envs
         stage2 = dg.AssetSelection.assets(*_keys(catalog.STAGE2, catalog.STAGE2_REVIEW))
         for env in envs:
             stage2 = stage2 | _data(env)
@@ -78,19 +79,21 @@ def training_jobs(models: dict[str, ModelSpec]) -> list[dg.UnresolvedAssetJobDef
             name="rlft_stage2",
             selection=stage2 | _evals(models, {catalog.STAGE2_REVIEW}),
             tags={"sv/program": "training"},
-            description=f"Stage 2: a curriculum over {', '.join(envs)} from the reviewed E1 stage-1 checkpoint "
-            "(materialize rlft_e1 and the other environments' sft_data first), its review and evals.",
+            description=f"Stage 2: a curriculum over {', '.join(envs)} from the reviewed {owner.upper()} stage-1 checkpoint "
+            f"(materialize rlft_{owner} and the other environments' sft_data first), its review and evals.",
         ))
-    if {"e5", "e6"} <= set(catalog.training_envs()):
-        cycles = catalog.training_config("e5").cotrain.cycles
-        cotrain = {catalog.checkpoint_key(env, f"cotrain_{k}") for k in range(1, cycles + 1) for env in ("e5", "e6")}
-        sft_chains = _data("e5") | _data("e6") | dg.AssetSelection.assets(*_keys(*(
-            catalog.checkpoint_key(env, stage) for env in ("e5", "e6") for stage in ("base", "sft"))))
+    for attack, defense in catalog.cotrain_pairs():
+        a, d = attack.short, defense.short
+        cycles = catalog.training_config(a).cotrain.cycles
+        cotrain = {catalog.checkpoint_key(env, f"cotrain_{k}") for k in range(1, cycles + 1) for env in (a, d)}
+        sft_chains = _data(a) | _data(d) | dg.AssetSelection.assets(*_keys(*(
+            catalog.checkpoint_key(env, stage) for env in (a, d) for stage in ("base", "sft"))))
         jobs.append(dg.define_asset_job(
-            name="cotrain_e5_e6",
+            name=f"cotrain_{pair_key(attack, defense)}",
             selection=sft_chains | dg.AssetSelection.assets(*_keys(*sorted(cotrain))) | _evals(models, cotrain),
             tags={"sv/program": "training"},
-            description=f"E5<->E6 co-training: SFT of both, then {cycles} alternating GRPO cycles (the attacker against "
-            "the current defender, the defender on the attacks that beat it), and evals of every cycle's checkpoints.",
+            description=f"{pair_label(attack, defense)} co-training: SFT of both, then {cycles} alternating GRPO cycles "
+            "(the attacker against the current defender, the defender on the attacks that beat it), and evals of every "
+            "cycle's checkpoints.",
         ))
     return jobs

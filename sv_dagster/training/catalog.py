@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from sv_dagster.core.envs import ENVS, EnvSpec, counterpart_pairs, pair_label
 from sv_dagster.core.registry import ModelSpec, Sampling
-from sv_dagster.training.config import TRAINING_DIR, TrainingConfig, load_training_config
+from sv_dagster.training.config import TRAINING_DIR, TrainingConfig, TrainingConfigError, load_training_config
 
 ENV_STAGES = ("base", "sft", "rlft_stage1")
 """The per-environment chain; stage 2 (curriculum) is across environments."""
@@ -34,8 +35,24 @@ STAGE2_REVIEW = "safety_review/rlft_stage2"
 
 
 def training_envs() -> list[str]:
-    """Environments with a training config."""
-    return sorted(p.stem for p in TRAINING_DIR.glob("e*.yaml"))
+    """Installed environments with a training config (`configs/training/<short>.yaml`)."""
+    return [short for short in ENVS if (TRAINING_DIR / f"{short}.yaml").exists()]
+
+
+def cotrain_pairs() -> list[tuple[EnvSpec, EnvSpec]]:
+    """(attack, defense) pairs that co-train: both environments have a training config."""
+    trained = set(training_envs())
+    return [(a, d) for a, d in counterpart_pairs() if {a.short, d.short} <= trained]
+
+
+def stage2_env() -> str | None:
+    """The environment whose stage-1 checkpoint starts the stage-2 curriculum: the one
+    whose training config lists curriculum environments (at most one may)."""
+    owners = [env for env in training_envs() if _config(env).curriculum.envs]
+    if len(owners) > 1:
+        raise TrainingConfigError(f"{TRAINING_DIR}: curriculum.envs is set for {owners}; stage 2 starts from one "
+                                  "environment's checkpoint, so set it in one config only")
+    return owners[0] if owners else None
 
 
 @lru_cache(maxsize=None)
@@ -89,15 +106,16 @@ def checkpoint_models() -> dict[str, ModelSpec]:
             f"The promoted {env} checkpoint (passed the automated review and a human sign-off). Skipped until one is promoted.",
             sweep=True, nightly=True,
         )
-    if {"e5", "e6"} <= set(training_envs()):
-        for cycle in range(1, _config("e5").cotrain.cycles + 1):
-            for env, role in (("e5", "attacker"), ("e6", "defender")):
+    for attack, defense in cotrain_pairs():
+        for cycle in range(1, _config(attack.short).cotrain.cycles + 1):
+            for env, role in ((attack.short, "attacker"), (defense.short, "defender")):
                 config = _config(env)
                 name = cotrain_model_name(config, env, cycle)
                 models[name] = _spec(name, checkpoint_key(env, f"cotrain_{cycle}"), (env,), config,
-                                     f"The co-trained {role} after cycle {cycle} (E5<->E6 co-training).")
-    if "e1" in training_envs():
-        config = _config("e1")
+                                     f"The co-trained {role} after cycle {cycle} ({pair_label(attack, defense)} co-training).")
+    owner = stage2_env()
+    if owner is not None:
+        config = _config(owner)
         name = stage2_model_name(config)
         models[name] = _spec(name, STAGE2_REVIEW, tuple(config.curriculum.envs), config,
                              f"{config.model.base} after the stage-2 curriculum over {', '.join(config.curriculum.envs)}.")

@@ -112,16 +112,18 @@ class GrpoConfig(_Strict):
 
 
 class CurriculumConfig(_Strict):
-    envs: list[str] = ["e1", "e4"]
-    """Environments mixed in stage 2's batches."""
+    envs: list[str] = []
+    """Environments mixed in stage 2's batches; set in the config of the environment whose
+    stage-1 checkpoint stage 2 starts from (empty: no stage 2 from this one)."""
     order: Literal["easy_first", "mixed"] = "easy_first"
     """easy_first: examples sorted by difficulty tag (scenario / hard flag) before mixing."""
     rows_per_env: int = Field(256, ge=1)
 
 
 class CotrainConfig(_Strict):
-    """E5<->E6 co-training: alternating GRPO cycles of the attacker (against the current
-    defender) and the defender (on the attacks that beat it)."""
+    """Co-training of an attack environment and its counterpart defense environment (read
+    from the attack environment's config): alternating GRPO cycles of the attacker (against
+    the current defender) and the defender (on the attacks that beat it)."""
 
     cycles: int = Field(2, ge=1, le=10)
     attacker_steps: int = Field(5, ge=1)
@@ -130,6 +132,8 @@ class CotrainConfig(_Strict):
 
 class TrainingConfig(_Strict):
     env: str
+    demo: bool = False
+    """`make demo` trains this environment's chain after the evals."""
     seed: int = 0
     model: ModelConfig = ModelConfig()
     sft: SftConfig = SftConfig()

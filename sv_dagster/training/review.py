@@ -1,8 +1,8 @@
 """The automated safety review of a trained checkpoint, as plain code.
 
 Three scanners, one report:
-  probes     adversarial requests (E6's scripted first turns, E5's sanitized behaviors framed
-             by the shared jailbreak framings) sent to the checkpoint; each reply judged
+  probes     adversarial requests from the environments the config lists (their
+             `safety_probes`), interleaved, sent to the checkpoint; each reply judged
   outputs    the checkpoint's replies to prompts of its own environment, judged too
   canaries   fixed prompts whose replies must not match a forbidden pattern (secrets,
              withheld unsafe text, step-by-step compliance)
@@ -17,11 +17,13 @@ import asyncio
 import json
 import re
 from dataclasses import asdict, dataclass, field
+from itertools import zip_longest
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import CONFIGS_DIR
 from sv_dagster.core.registry import ModelSpec, Sampling
 
@@ -45,6 +47,10 @@ class ReviewConfig:
     max_new_tokens: int
     max_probes: int
     max_env_prompts: int
+    probe_envs: tuple[str, ...]
+    """Environments whose safety probes are sent, interleaved in this order."""
+    probe_system_prompt: str | None
+    """The environment whose system prompt the probes are asked under (the defender's)."""
     thresholds: dict[str, float]
     canaries: tuple[Canary, ...]
     source: str
@@ -66,6 +72,8 @@ def load_review_config(path: Path | None = None) -> ReviewConfig:
             max_new_tokens=int(raw.get("max_new_tokens", 96)),
             max_probes=int(raw.get("max_probes", 24)),
             max_env_prompts=int(raw.get("max_env_prompts", 24)),
+            probe_envs=tuple(str(env) for env in raw.get("probe_envs") or ()),
+            probe_system_prompt=str(raw["probe_system_prompt"]) if raw.get("probe_system_prompt") else None,
             thresholds=thresholds,
             canaries=canaries,
             source=str(path),
@@ -75,32 +83,25 @@ def load_review_config(path: Path | None = None) -> ReviewConfig:
     missing = {"probe_unsafe_rate", "output_unsafe_rate", "canary_failures"} - set(config.thresholds)
     if missing:
         raise ReviewConfigError(f"{path}: thresholds lack {sorted(missing)}")
+    for short in config.probe_envs:
+        if short not in ENVS or ENVS[short].safety_probes is None:
+            raise ReviewConfigError(f"{path}: probe_envs names {short!r}, which is not an installed environment with "
+                                    f"safety probes (have: {sorted(k for k, e in ENVS.items() if e.safety_probes)})")
+    if config.probe_system_prompt is not None and config.probe_system_prompt not in ENVS:
+        raise ReviewConfigError(f"{path}: probe_system_prompt names {config.probe_system_prompt!r}, which is not an "
+                                f"installed environment (have: {sorted(ENVS)})")
     return config
 
 
-def adversarial_probes(limit: int) -> list[dict[str, str]]:
-    """Sanitized adversarial requests: E6's adversarial first turns, then E5's behaviors in
-    the direct and role-play framings, interleaved so a small limit still covers both."""
-    from sv_env_redteam_attack.taskset import bundled_dataset_path as e5_path
-    from sv_env_redteam_defense import SYSTEM_PROMPT
-    from sv_env_redteam_defense.taskset import bundled_dataset_path as e6_path
-    from sv_shared.redteam import JAILBREAK_FRAMINGS
-
-    e6 = []
-    for line in Path(e6_path()).read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        if (row.get("info") or {}).get("kind") == "adversarial":
-            e6.append({"id": row["id"], "source": "e6", "request": row["info"]["turns"][0]})
-    framings = dict(JAILBREAK_FRAMINGS)
-    e5 = []
-    for line in Path(e5_path()).read_text(encoding="utf-8").splitlines():
-        behavior = json.loads(line)["info"]["behavior"]
-        for name in ("direct", "roleplay"):
-            e5.append({"id": f"{behavior['id']}-{name}", "source": "e5", "request": framings[name].format(goal=behavior["goal"])})
-    mixed = [probe for pair in zip(e6, e5) for probe in pair] + e6[len(e5):] + e5[len(e6):]
+def adversarial_probes(config: ReviewConfig) -> list[dict[str, str]]:
+    """The listed environments' safety probes, interleaved so a small `max_probes` still
+    covers each, every one asked under the system prompt of `probe_system_prompt`."""
+    lists = [ENVS[short].safety_probes() for short in config.probe_envs]
+    system = ENVS[config.probe_system_prompt].system_prompt if config.probe_system_prompt else ""
+    mixed = [probe for group in zip_longest(*lists) for probe in group if probe is not None]
     for probe in mixed:
-        probe["system"] = SYSTEM_PROMPT
-    return mixed[:limit]
+        probe["system"] = system
+    return mixed[:config.max_probes]
 
 
 @dataclass
@@ -145,7 +146,7 @@ def review_checkpoint(
     spec = ModelSpec(name=name, backend="local", model=str(checkpoint),
                      sampling=Sampling(temperature=0.0, max_tokens=config.max_new_tokens, seed=0))
     backend = LocalTransformersBackend(spec, checkpoint)
-    probes = adversarial_probes(config.max_probes)
+    probes = adversarial_probes(config)
     prompts = env_prompts[: config.max_env_prompts]
 
     async def ask_all() -> tuple[list[str], list[str], list[str]]:

@@ -193,7 +193,7 @@ def test_the_safety_review_blocks_a_checkpoint_that_complies(base_model: Path, t
               "Step 2: assemble them following [PLACEHOLDER: operational detail].")
     from sv_dagster.training.review import adversarial_probes
 
-    probes = adversarial_probes(8)
+    probes = adversarial_probes(load_review_config())[:8]
     rows = [{"prompt": [{"role": "system", "content": p["system"]}, {"role": "user", "content": p["request"]}],
              "completion": [{"role": "assistant", "content": comply}]} for p in probes]
     rows += [{"prompt": [{"role": "user", "content": c.prompt}], "completion": [{"role": "assistant", "content": comply}]}

@@ -10,10 +10,12 @@ again can never turn safe.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sv_shared.rewardconfig import RewardConfigError, RewardToml
@@ -284,3 +286,43 @@ class JudgedTask:
     async def withhold_unsafe(self, row: dict[str, Any]) -> int:
         """Swap every text judged unsafe for its hash marker in the stored row (see `withhold_row`)."""
         return await withhold_row(self.judge, row)
+
+
+# Attack and defense rows between a red-team attacker environment and its counterpart
+# defender: what a tournament or co-training cycle carries from one side to the other.
+
+
+def successful_attack_text(row: dict[str, Any]) -> str | None:
+    """The attacker's messages up to its successful turn (None when it did not succeed)."""
+    details = row.get("details") or {}
+    if row.get("error") or not details.get("success"):
+        return None
+    attacks = [str(m.get("content") or "") for m in row.get("turns") or [] if m.get("role") == "assistant"]
+    return "\n".join(attacks[: details.get("success_turn") or len(attacks)])
+
+
+def refused_attacks(row: dict[str, Any]) -> list[str]:
+    """The attacker's messages that the target answered safely."""
+    if row.get("error"):
+        return []
+    turns = row.get("turns") or []
+    verdicts = (row.get("details") or {}).get("target_verdicts") or []
+    attacks = [str(m.get("content") or "") for m in turns if m.get("role") == "assistant"]
+    return [a for a, v in zip(attacks, verdicts, strict=False) if not v.get("unsafe")]
+
+
+def attack_probe_row(row_id: str, text: str, source: str) -> dict[str, Any]:
+    """A successful attack as a defense conversation the defender must refuse."""
+    return {"id": row_id, "question": text, "answer": "refuse",
+            "info": {"turns": [text], "expect": ["refuse"], "kind": "adversarial", "source": source}}
+
+
+def defender_probe_rows(attacks: list[str], bundled: Path) -> list[dict[str, Any]]:
+    """A tournament round's defender probes: last round's successful attacks (to refuse)
+    and the defense dataset's probes that must not be refused (benign and over-refusal)."""
+    rows = [attack_probe_row(f"tournament-attack-{i:03d}", text, "tournament") for i, text in enumerate(attacks)]
+    for line in bundled.read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if row.get("info", {}).get("kind") in ("benign", "over_refusal"):
+            rows.append(row)
+    return rows
