@@ -29,7 +29,7 @@ def parse_each_time() -> None:
     import sv_shared
     import sv_shared.parsing
 
-    def identity(parse, maxsize=128):  # noqa: ARG001 - parsed_once's signature
+    def identity(parse, maxsize=128):
         return parse
 
     sv_shared.parsed_once = sv_shared.parsing.parsed_once = identity

@@ -119,11 +119,10 @@ def bench_e1_path() -> dict:
 
 
 def bench_runner(n: int = 400, concurrency: int = 16) -> dict:
-    from sv_env_network_logs import heuristic_reply
-
     from sv_dagster.core.backends import OpenAICompatibleBackend
     from sv_dagster.core.envs import ENVS
     from sv_dagster.core.registry import ModelSpec
+    from sv_env_network_logs import heuristic_reply
     from tests.support.openai_server import LoopbackOpenAIServer
 
     env = ENVS["e1"]
@@ -161,7 +160,6 @@ def bench_scale(n: int, concurrency: int = 64, delay_s: float = 0.1, vf_eval_n: 
     import resource
 
     from sv_env_network_logs import heuristic_reply
-
     from tests.support.openai_server import LoopbackOpenAIServer
 
     def reply(request: dict) -> str:

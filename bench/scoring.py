@@ -34,9 +34,8 @@ def e2_dataset(data: Path, n: int) -> Path:
     """n distinct files: the bundled corpus, each copy made unique by a comment line (so
     nothing is in any cache), with completions from the tool oracle (computed here, in a
     cache the measured process never sees)."""
-    from sv_env_config_verification import bundled_examples, oracle_reply
-
     from sv_dagster.core.envs import ENVS
+    from sv_env_config_verification import bundled_examples, oracle_reply
 
     examples = bundled_examples()
     dataset, completions = data / "e2.jsonl", data / "e2-completions.jsonl"

@@ -29,11 +29,10 @@ H100_BF16_FLOPS = 989e12
 
 
 def _rows(folder: Path, n: int) -> dict[str, Path]:
-    from sv_env_network_logs.flows import render_flow_question
-    from sv_env_network_logs.samples import sample_flows
-
     from sv_dagster.core.envs import ENVS
     from sv_dagster.training.sft_data import build_examples, write_rows
+    from sv_env_network_logs.flows import render_flow_question
+    from sv_env_network_logs.samples import sample_flows
 
     tasks = folder / "tasks.jsonl"
     with tasks.open("w") as handle:

@@ -47,6 +47,7 @@ from typing import Any
 from sv_dagster.core.paths import PROJECT_ROOT
 from sv_dagster.runs import owner_tags
 
+
 def _fmt(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3f}"
@@ -228,7 +229,6 @@ def training_text(result, env_short: str) -> str:
 
 
 def run_training_demo(env_short: str, verbose: bool = False) -> int:
-    import dagster as dg
 
     from sv_dagster.definitions import build_definitions
 

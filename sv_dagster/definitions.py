@@ -14,14 +14,14 @@ from collections.abc import Iterable
 import dagster as dg
 from dotenv import load_dotenv
 
+from sv_dagster.assets.ablation import ablation_assets, ablation_jobs
+from sv_dagster.assets.cotrain import cotrain_assets
 from sv_dagster.assets.datasets import build_data_assets
 from sv_dagster.assets.evals import build_eval_assets, build_regression_checks, build_rescore_assets, eval_asset_key
 from sv_dagster.assets.recipe import PROVENANCE_TAG
 from sv_dagster.assets.reports import build_report_assets
 from sv_dagster.assets.synthetic import build_synthetic_assets
 from sv_dagster.assets.tournament import tournament_assets, tournament_keys
-from sv_dagster.assets.ablation import ablation_assets, ablation_jobs
-from sv_dagster.assets.cotrain import cotrain_assets
 from sv_dagster.assets.training import training_assets
 from sv_dagster.assets.triage import build_triage_assets
 from sv_dagster.core.envs import ENVS

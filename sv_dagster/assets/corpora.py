@@ -40,7 +40,7 @@ def write_table(frame: pd.DataFrame, path) -> None:
         frame.to_parquet(path, index=False)
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         frame = frame.copy()
-        for column in frame.columns[frame.dtypes == object]:
+        for column in frame.columns[frame.dtypes == object]:  # noqa: E721 (a pandas dtype mask)
             try:
                 pa.array(frame[column])
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):

@@ -17,7 +17,6 @@ from sv_dagster.assets.tournament import tournament_keys
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import outputs_root
 from sv_dagster.core.redaction import write_redacted
-from sv_dagster.core.synthetic.events import record_version
 from sv_dagster.core.reports import (
     EvalRecord,
     TournamentRecord,
@@ -28,6 +27,7 @@ from sv_dagster.core.reports import (
     scoreboard_markdown,
     weekly_markdown,
 )
+from sv_dagster.core.synthetic.events import record_version
 
 
 class MonthlyConfig(dg.Config):

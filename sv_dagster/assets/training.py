@@ -112,7 +112,14 @@ def build_sft_data_asset(env_short: str) -> dg.AssetsDefinition:
     )
     def sft_data(context: dg.AssetExecutionContext, config: SftDataConfig, dataset: Artifact) -> Artifact:
         from sv_dagster.assets.common import artifact_dir
-        from sv_dagster.training.sft_data import SftDataError, build_examples, load_tasks, read_rows, summarize, write_rows
+        from sv_dagster.training.sft_data import (
+            SftDataError,
+            build_examples,
+            load_tasks,
+            read_rows,
+            summarize,
+            write_rows,
+        )
 
         training = load_training_config(env_short)
         variant = config.variant if config.variant is not None else training.sft_variant

@@ -12,10 +12,10 @@ from sv_dagster.assets.evals import eval_asset_key
 from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.paths import outputs_root
+from sv_dagster.core.redaction import write_redacted
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.core.runner import read_results
 from sv_dagster.core.triage import triage, triage_markdown
-from sv_dagster.core.redaction import write_redacted
 
 
 def triage_asset_key(env: EnvSpec, model: ModelSpec) -> dg.AssetKey:

@@ -15,10 +15,9 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sv_shared.environment import ENTRY_POINT_GROUP, Environment
-
 from sv_dagster.core.safety import safety_summary
 from sv_dagster.core.summary import classification_summary, rate_summary
+from sv_shared.environment import ENTRY_POINT_GROUP, Environment
 
 if TYPE_CHECKING:
     import verifiers.v1 as vf

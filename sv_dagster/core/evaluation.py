@@ -19,13 +19,19 @@ from typing import Any
 from sv_dagster.core.backends import Backend
 from sv_dagster.core.cache import CachedBackend, ResponseCache
 from sv_dagster.core.envs import EnvSpec
+from sv_dagster.core.paths import safe_path_part
 from sv_dagster.core.pricing import PriceTable, load_price_table
 from sv_dagster.core.provenance import file_sha256, package_versions
 from sv_dagster.core.redaction import redact, redact_text
 from sv_dagster.core.registry import LOCAL_BACKENDS, ModelSpec
-from sv_dagster.core.paths import safe_path_part
 from sv_dagster.core.runner import (
-    RESUMABLE_ERRORS, SUMMARY_DROP, RunCounts, read_results, run_eval, score_row, withhold_unsafe,
+    RESUMABLE_ERRORS,
+    SUMMARY_DROP,
+    RunCounts,
+    read_results,
+    run_eval,
+    score_row,
+    withhold_unsafe,
 )
 
 

@@ -20,8 +20,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from sv_dagster.core.runner import read_results
 from sv_dagster.core.redaction import write_redacted
+from sv_dagster.core.runner import read_results
 
 
 @dataclass(frozen=True)

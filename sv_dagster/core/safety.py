@@ -6,7 +6,6 @@ import json
 from functools import lru_cache
 from typing import Any
 
-
 HEADLINE = ("accuracy", "cohen_kappa", "unsafe_precision", "unsafe_recall", "n")
 
 

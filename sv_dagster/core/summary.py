@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from statistics import fmean
 from collections.abc import Callable, Mapping
+from statistics import fmean
 from typing import Any
 
-from sv_shared import Prediction, classification_metrics
-
 from sv_dagster.core.stats import STANDARD_SEED, bootstrap_cis, example_arrays, mean_cis
+from sv_shared import Prediction, classification_metrics
 
 RateFn = Callable[[dict[str, Any]], float | None]
 

@@ -28,7 +28,7 @@ from sv_dagster.core.backends import Backend
 from sv_dagster.core.envs import EnvSpec, pair_label
 from sv_dagster.core.evaluation import EvalRun, evaluate
 from sv_dagster.core.registry import ModelSpec
-from sv_dagster.core.stats import STANDARD_SEED, mean_cis
+from sv_dagster.core.stats import STANDARD_SEED
 from sv_shared.redteam import defender_probe_rows, refused_attacks, successful_attack_text
 
 MakeBackend = Callable[[ModelSpec, str], Backend]

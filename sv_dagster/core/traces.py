@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import verifiers.v1 as vf
-from sv_shared.sft import chat_messages
 from verifiers.v1.graph import MessageNode
 from verifiers.v1.state import state_cls
 from verifiers.v1.trace import AgentInfo, TraceTask
 from verifiers.v1.types import ToolCall
+
+from sv_shared.sft import chat_messages
 
 
 def _turn_message(turn: dict[str, Any]) -> tuple[Any, bool]:

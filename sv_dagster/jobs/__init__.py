@@ -21,9 +21,8 @@ import dagster as dg
 
 from sv_dagster.assets.evals import eval_asset_key, rescore_asset_key
 from sv_dagster.assets.tournament import tournament_keys
-from sv_dagster.core.envs import counterpart_pairs, pair_key, pair_label
 from sv_dagster.assets.triage import triage_asset_key
-from sv_dagster.core.envs import EnvSpec
+from sv_dagster.core.envs import EnvSpec, counterpart_pairs, pair_key, pair_label
 from sv_dagster.core.registry import ModelSpec
 
 QUICK_SWEEP_N = 10

@@ -10,7 +10,7 @@ new version of that model in the eval's lineage.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 from sv_dagster.core.envs import ENVS, EnvSpec, counterpart_pairs, pair_label
 from sv_dagster.core.registry import ModelSpec, Sampling
@@ -55,7 +55,7 @@ def stage2_env() -> str | None:
     return owners[0] if owners else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def _config(env: str) -> TrainingConfig:
     return load_training_config(env)
 

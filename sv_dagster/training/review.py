@@ -14,7 +14,6 @@ classifier is never a pass.
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from dataclasses import asdict, dataclass, field
 from itertools import zip_longest
@@ -138,9 +137,8 @@ def review_checkpoint(
     checkpoint: Path, env_prompts: list[list[dict[str, str]]], config: ReviewConfig | None = None, name: str = "checkpoint"
 ) -> ReviewReport:
     """Run the three scanners against the checkpoint folder and decide."""
-    from sv_shared.redteam import make_classifier
-
     from sv_dagster.core.local_backend import LocalTransformersBackend
+    from sv_shared.redteam import make_classifier
 
     config = config or load_review_config()
     spec = ModelSpec(name=name, backend="local", model=str(checkpoint),

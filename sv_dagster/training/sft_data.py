@@ -18,9 +18,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sv_shared.sft import SftExample
-
 from sv_dagster.core.envs import ENVS, EnvSpec
+from sv_shared.sft import SftExample
 
 
 class SftDataError(ValueError):

@@ -77,9 +77,8 @@ def test_rescore_command_writes_a_new_folder(isolated: Path, capsys):
 
 
 def test_eval_command_runs_the_named_models_with_n_and_seed(isolated: Path, monkeypatch, capsys):
-    from sv_env_network_logs import heuristic_reply
-
     from sv_dagster.cli import main
+    from sv_env_network_logs import heuristic_reply
     from tests.support.openai_server import LoopbackOpenAIServer
     from tests.support.registry import loopback_registry
 

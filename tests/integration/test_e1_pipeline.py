@@ -113,7 +113,6 @@ def test_eval_run_config_limits_and_reward_config(isolated: Path, tmp_path: Path
 
 def test_openai_model_eval_via_registry_and_no_secret_anywhere(isolated: Path, monkeypatch):
     from sv_env_network_logs import heuristic_reply
-
     from tests.support.openai_server import LoopbackOpenAIServer
     from tests.support.registry import loopback_registry
 

@@ -133,7 +133,12 @@ def test_k8s_tags_and_step_defaults_become_the_step_pod_spec(deploy_env, monkeyp
     """What K8sStepHandler.launch_step does with a step's tags, done with dagster-k8s's own
     functions: the asset's op tags, merged over the executor's step defaults, make the Job."""
     from dagster_k8s.container_context import K8sContainerContext
-    from dagster_k8s.job import DagsterK8sJobConfig, UserDefinedDagsterK8sConfig, construct_dagster_k8s_job, get_user_defined_k8s_config
+    from dagster_k8s.job import (
+        DagsterK8sJobConfig,
+        UserDefinedDagsterK8sConfig,
+        construct_dagster_k8s_job,
+        get_user_defined_k8s_config,
+    )
 
     monkeypatch.setenv("SV_EXECUTOR", "k8s")
     monkeypatch.setenv("SV_OUTPUTS_DIR", "s3://sv-artifacts/prod")

@@ -20,7 +20,6 @@ from sv_dagster.core.lineage import (
     main_lineage,
 )
 from sv_dagster.definitions import build_definitions
-
 from tests.integration.test_e1_pipeline import E1_CORPORA, E1_PATH, latest, materialize
 
 

@@ -11,7 +11,6 @@ import dagster as dg
 import pytest
 
 from sv_dagster.definitions import build_definitions
-
 from tests.integration.test_definitions import EXPECTED_SCHEDULES
 
 

@@ -18,7 +18,7 @@ import pytest
 from sv_dagster.core.backends import make_backend
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.evaluation import evaluate
-from sv_dagster.core.registry import ModelSpec, load_registry
+from sv_dagster.core.registry import ModelSpec
 from sv_dagster.core.runner import read_results
 from tests.conftest import REPO_ROOT
 from tests.support.openai_server import LoopbackOpenAIServer

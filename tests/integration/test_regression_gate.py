@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import dagster as dg
-from sv_env_network_logs import heuristic_reply
 
 from sv_dagster.cli import main
 from sv_dagster.definitions import build_definitions
+from sv_env_network_logs import heuristic_reply
 from tests.support.openai_server import LoopbackOpenAIServer
 from tests.support.registry import loopback_registry
 

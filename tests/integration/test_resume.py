@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 import dagster as dg
-from sv_env_network_logs import heuristic_reply
 
 from sv_dagster.core.backends import OpenAICompatibleBackend
 from sv_dagster.core.envs import ENVS
@@ -19,6 +18,7 @@ from sv_dagster.core.evaluation import evaluate
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.core.runner import compact_results, read_results
 from sv_dagster.definitions import build_definitions
+from sv_env_network_logs import heuristic_reply
 from tests.conftest import REPO_ROOT
 from tests.support.openai_server import LoopbackOpenAIServer
 from tests.support.registry import loopback_registry

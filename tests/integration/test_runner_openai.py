@@ -6,13 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from sv_env_network_logs import heuristic_reply
 
 from sv_dagster.core.backends import BackendConfigError, BackendUnavailable, OpenAICompatibleBackend
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.evaluation import evaluate
 from sv_dagster.core.registry import ModelSpec, Sampling
 from sv_dagster.core.runner import read_results
+from sv_env_network_logs import heuristic_reply
 from tests.support.openai_server import LoopbackOpenAIServer
 
 E1 = ENVS["e1"]

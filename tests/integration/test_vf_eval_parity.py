@@ -14,13 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from sv_env_network_logs import heuristic_reply
 
 from sv_dagster.core.backends import OpenAICompatibleBackend
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.evaluation import evaluate
 from sv_dagster.core.registry import ModelSpec
 from sv_dagster.core.runner import read_results
+from sv_env_network_logs import heuristic_reply
 from tests.conftest import REPO_ROOT
 from tests.support.openai_server import LoopbackOpenAIServer
 from tests.support.vf_trace import read_vf_eval_traces

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib
 import json
 import math
 import random

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
-
 
 
 def _completion(trace: dict) -> str | None:

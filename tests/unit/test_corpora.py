@@ -191,7 +191,7 @@ def http_root(tmp_path) -> Iterator[tuple[str, Path, list[str]]]:
         def __init__(self, *args, **kwargs):
             super().__init__(*args, directory=str(root), **kwargs)
 
-        def do_GET(self):  # noqa: N802 - http.server's name
+        def do_GET(self):
             seen.append(self.path)
             super().do_GET()
 

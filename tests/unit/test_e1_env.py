@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 
 import pytest
+
+from sv_dagster.core.runner import score_completion
 from sv_env_network_logs import (
     NetworkLogsTaskset,
     NetworkLogsTasksetConfig,
@@ -19,8 +21,6 @@ from sv_env_network_logs import (
 from sv_env_network_logs.flows import parse_flow_question
 from sv_env_network_logs.samples import SCENARIOS, sample_flows
 from sv_shared.jsonl import DatasetError
-
-from sv_dagster.core.runner import score_completion
 
 
 def tasks(**config) -> list:

@@ -65,7 +65,7 @@ PAYLOADS = {
 def _hostile_diff(payload: str) -> str:
     lines = FIXED.splitlines(True)
     at = next(i for i, line in enumerate(lines) if line.startswith("import operator")) + 1
-    hostile = lines[:at] + ["import os\n"] + [l + "\n" for l in payload.splitlines()] + lines[at:]
+    hostile = lines[:at] + ["import os\n"] + [line + "\n" for line in payload.splitlines()] + lines[at:]
     return "".join(difflib.unified_diff(TASK.source.splitlines(True), hostile, "a/calc.py", "b/calc.py"))
 
 

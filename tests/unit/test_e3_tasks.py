@@ -61,6 +61,7 @@ def test_jsonl_dataset_roundtrip_and_errors(tmp_path):
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "x"}\nnot json\n' + json.dumps({**task_to_row(bundled_tasks()[0]), "module": "../x.py"}) + "\n")
     import pytest
+
     from sv_shared.jsonl import DatasetError
 
     with pytest.raises(DatasetError) as info:

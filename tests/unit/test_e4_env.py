@@ -10,6 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from sv_dagster.core.traces import completion_trace
 from sv_env_phishing_detection import (
     PhishingTaskset,
     PhishingTasksetConfig,
@@ -26,8 +28,6 @@ from sv_env_phishing_detection import (
 from sv_env_phishing_detection.emails import BODY_CAP, parse_email_question
 from sv_env_phishing_detection.evidence import check_item, evidence_report
 from sv_env_phishing_detection.samples import LANGUAGES, SCENARIOS, sample_emails
-
-from sv_dagster.core.traces import completion_trace
 
 EMAIL = {
     "from": "PayPal <service@paypa1.com>",

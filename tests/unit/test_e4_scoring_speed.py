@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 import verifiers.v1 as vf
+
+from sv_dagster.core.runner import score_completion
 from sv_env_phishing_detection import (
     PhishingTaskConfig,
     PhishingTaskset,
@@ -28,8 +30,6 @@ from sv_shared import (
     calibration_reward,
     format_reward,
 )
-
-from sv_dagster.core.runner import score_completion
 
 DEFAULT_TOML = (Path(__file__).resolve().parents[2]
                 / "environments/sv-env-phishing-detection/sv_env_phishing_detection/rewards.toml")

@@ -11,10 +11,10 @@ from importlib.metadata import EntryPoint
 from pathlib import Path
 
 import pytest
-from sv_shared.environment import ENTRY_POINT_GROUP, Environment, LazyFunction
 
 from sv_dagster.core import envs as envs_module
 from sv_dagster.core.envs import ENVS, EnvironmentPluginError, discover
+from sv_shared.environment import ENTRY_POINT_GROUP, Environment, LazyFunction
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -300,7 +300,7 @@ class _Guard(BaseHTTPRequestHandler):
     def log_message(self, *args: object) -> None:  # keep pytest output clean
         pass
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         type(self).requests.append({"path": self.path, "body": body, "auth": self.headers.get("Authorization")})
         if type(self).mode == "500":

@@ -22,16 +22,16 @@ import time
 from typing import Any
 
 import pytest
+
 import sv_env_network_logs.taskset as e1_taskset
+from sv_dagster.core.envs import ENVS
+from sv_dagster.core.runner import score_row
 from sv_env_code_vulnerability import parse_completion as parse_e3
 from sv_env_code_vulnerability.patching import PatchError, apply_patch
 from sv_env_config_verification import parse_completion as parse_e2
 from sv_env_config_verification.inputs import InputError, check_text
 from sv_shared import extract_json_object, parse_label_answer
 from sv_shared.safety import RuleSafetyClassifier, text_hash
-
-from sv_dagster.core.envs import ENVS
-from sv_dagster.core.runner import score_row
 from tests.support.hostile_replies import KILLERS, HostileReplies, fuzz_scoring, good_answers
 
 N_PER_ENV = int(os.environ.get("SV_FUZZ_N", "5000"))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sv_shared import CostConfig, Prediction, classification_metrics
 
 from sv_dagster.core.stats import (
     bootstrap_cis,
@@ -13,6 +12,7 @@ from sv_dagster.core.stats import (
     mcnemar_exact,
     paired_compare,
 )
+from sv_shared import CostConfig, Prediction, classification_metrics
 
 COSTS = CostConfig(positive_label="Malicious")
 

@@ -9,6 +9,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from sv_shared import ParsedAnswer, extract_json_object, parse_label_answer
 
 LABELS = ("Benign", "Malicious", "Abstain")

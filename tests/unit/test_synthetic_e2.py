@@ -7,6 +7,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from sv_env_config_verification import synthetic as s
 from sv_env_config_verification.patching import apply_patch
 from sv_env_config_verification.tools import ToolSuite, default_suite

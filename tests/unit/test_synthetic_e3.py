@@ -9,7 +9,9 @@ import random
 import shutil
 
 import pytest
-from sv_env_code_vulnerability import load_reward_settings, synthetic as s
+
+from sv_env_code_vulnerability import load_reward_settings
+from sv_env_code_vulnerability import synthetic as s
 from sv_env_code_vulnerability.patching import apply_patch
 from sv_env_code_vulnerability.verify import run_tests
 

@@ -7,6 +7,7 @@ import random
 from collections import Counter
 
 import pytest
+
 from sv_env_phishing_detection import synthetic as s
 from sv_env_phishing_detection.evidence import build_index
 from sv_env_phishing_detection.urltools import SHORTENERS, host_of

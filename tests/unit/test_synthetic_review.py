@@ -13,12 +13,12 @@ from sv_dagster.core.envs import ENVS
 from sv_dagster.core.synthetic import (
     BatchSpec,
     ReviewError,
+    Upstream,
     accepted_examples,
     build_batch,
     read_decisions,
     record_decision,
     review_status,
-    Upstream,
     write_accepted,
 )
 

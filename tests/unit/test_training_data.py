@@ -12,14 +12,12 @@ import pytest
 
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.runner import score_completion
-from sv_shared.sft import chat_messages
 from sv_dagster.training.config import CurriculumConfig, TrainingConfigError, load_training_config
 from sv_dagster.training.curriculum import curriculum_rows
 from sv_dagster.training.rewards import EnvRewardAdapter
-from sv_env_code_vulnerability.sft import retrieve_fix_pairs
-from sv_shared.sft import SFT_CONFIDENCE
-
 from sv_dagster.training.sft_data import SftDataError, build_examples
+from sv_env_code_vulnerability.sft import retrieve_fix_pairs
+from sv_shared.sft import SFT_CONFIDENCE, chat_messages
 
 
 def bundled(short: str, folder: Path) -> Path:

@@ -19,7 +19,6 @@ from sv_dagster.core.registry import ModelSpec, Sampling
 from sv_dagster.training.config import load_training_config
 from sv_dagster.training.sft_data import build_examples, write_rows
 from sv_dagster.training.stages import CHECKPOINT_FILE, StageSpec, run_stage
-from sv_dagster.training.tiny import TinySpec, build_tiny_model
 
 SMALL = {"vocab_size": 400, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
          "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 512}
@@ -32,9 +31,8 @@ def small_config(**overrides):
 @pytest.fixture(scope="module")
 def e1_data(tmp_path_factory) -> dict[str, Path]:
     """E1's bundled sample as tasks, SFT rows and GRPO prompts."""
-    from sv_env_network_logs.taskset import bundled_dataset_path
-
     from sv_dagster.core.envs import ENVS
+    from sv_env_network_logs.taskset import bundled_dataset_path
 
     folder = tmp_path_factory.mktemp("e1")
     tasks = Path(bundled_dataset_path())

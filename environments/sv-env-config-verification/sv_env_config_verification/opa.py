@@ -18,8 +18,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sv_shared.tools import Finding, ToolCache, ToolResult, normalize_severity
-
 from sv_env_config_verification.inputs import (
     INPUTS_REVISION,
     InputError,
@@ -28,6 +26,7 @@ from sv_env_config_verification.inputs import (
     load_yaml_documents,
     terraform_block_lines,
 )
+from sv_shared.tools import Finding, ToolCache, ToolResult, normalize_severity
 
 TOOL = "opa"
 PACKAGES = {"kubernetes": "svcv.kubernetes", "terraform": "svcv.terraform"}

@@ -14,9 +14,8 @@ import json
 import posixpath
 from typing import Any
 
-from sv_shared.parsing import MAX_JSON_DEPTH, json_nested_deeper_than
-
 from sv_env_config_verification.inputs import InputError, check_text, file_kind, load_yaml_documents
+from sv_shared.parsing import MAX_JSON_DEPTH, json_nested_deeper_than
 
 MAX_PATCH_CHARS = 200_000
 MAX_JSON_PATCH_OPERATIONS = 100

@@ -1,13 +1,12 @@
 """E2 as the pipeline sees it (entry point `sv_dagster.environments`)."""
 
-from sv_shared.environment import Environment, LazyFunction, detail, reward
-
 from sv_env_config_verification.answer import parse_completion
 from sv_env_config_verification.baseline import heuristic_reply
 from sv_env_config_verification.config import load_reward_settings
 from sv_env_config_verification.corpora import CORPORA
 from sv_env_config_verification.sft import SFT
 from sv_env_config_verification.synthetic_batch import SYNTHETIC
+from sv_shared.environment import Environment, LazyFunction, detail, reward
 
 RATES = {
     # Finding F1 (severity-weighted, per file), patch success (the patch applied and

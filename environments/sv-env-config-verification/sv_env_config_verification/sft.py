@@ -5,9 +5,8 @@ import json
 from collections.abc import Iterable
 from typing import Any
 
-from sv_shared.sft import SftExample, SftSpec, chat_messages
-
 from sv_env_config_verification.baseline import oracle_replies
+from sv_shared.sft import SftExample, SftSpec, chat_messages
 
 
 def build(tasks: list[Any], variant: str | None, context: dict[str, Any]) -> Iterable[SftExample]:

@@ -14,9 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import verifiers.v1 as vf
-from sv_shared.rewardconfig import with_reward_weights
 from pydantic import Field
-from sv_shared.tools import ToolResult
 from verifiers.v1.types import content_text
 
 from sv_env_config_verification.answer import ConfigAnswer, parse_completion
@@ -35,6 +33,8 @@ from sv_env_config_verification.scoring import (
     patch_success,
 )
 from sv_env_config_verification.tools import ToolSuite, default_suite, findings_json, oracle_index
+from sv_shared.rewardconfig import with_reward_weights
+from sv_shared.tools import ToolResult
 
 ENV_ID = "sv-env-config-verification"
 _MEMO_SIZE = 256

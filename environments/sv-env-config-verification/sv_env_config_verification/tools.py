@@ -20,10 +20,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sv_shared.tools import Finding, Scanner, ToolCache, ToolResult, default_cache
-
 from sv_env_config_verification.inputs import InputError, file_kind, load_terraform, load_yaml_documents
 from sv_env_config_verification.opa import OpaEvaluator
+from sv_shared.tools import Finding, Scanner, ToolCache, ToolResult, default_cache
 
 TOOL_NAMES: tuple[str, ...] = ("opa", "semgrep", "checkov", "kubelinter")
 _KINDS = {

@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from sv_shared import CostConfig
-from sv_shared.rewardconfig import RewardConfigError, read_reward_toml
+from sv_shared.rewardconfig import RewardConfigError as RewardConfigError  # the package re-exports it
+from sv_shared.rewardconfig import read_reward_toml
 
 REWARD_NAMES: tuple[str, ...] = ("accuracy", "format", "calibration", "asymmetric_cost", "abstention")
 

@@ -1,12 +1,11 @@
 """E1 as the pipeline sees it (entry point `sv_dagster.environments`)."""
 
-from sv_shared.environment import Environment, LazyFunction
-
 from sv_env_network_logs.baseline import heuristic_reply
 from sv_env_network_logs.config import load_reward_settings
 from sv_env_network_logs.corpora import CORPORA
 from sv_env_network_logs.sft import SFT
 from sv_env_network_logs.synthetic_batch import SYNTHETIC
+from sv_shared.environment import Environment, LazyFunction
 
 ENVIRONMENT = Environment(
     short="e1",

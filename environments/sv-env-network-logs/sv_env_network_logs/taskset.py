@@ -7,8 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import verifiers.v1 as vf
-from sv_shared.rewardconfig import with_reward_weights
 from pydantic import Field
+
+from sv_env_network_logs.config import RewardSettings, load_reward_settings
+from sv_env_network_logs.flows import GOLD_LABELS, INT_LABELS, LABELS, SYSTEM_PROMPT
 from sv_shared import (
     ParsedAnswer,
     abstention_reward,
@@ -20,9 +22,7 @@ from sv_shared import (
     parsed_once,
 )
 from sv_shared.jsonl import read_examples
-
-from sv_env_network_logs.config import RewardSettings, load_reward_settings
-from sv_env_network_logs.flows import GOLD_LABELS, INT_LABELS, LABELS, SYSTEM_PROMPT
+from sv_shared.rewardconfig import with_reward_weights
 
 ENV_ID = "sv-env-network-logs"
 

@@ -2,13 +2,12 @@
 
 from typing import Any
 
-from sv_shared.environment import Environment, LazyFunction, Row, detail
-
 from sv_env_phishing_detection.baseline import heuristic_reply
 from sv_env_phishing_detection.config import load_reward_settings
 from sv_env_phishing_detection.corpora import CORPORA
 from sv_env_phishing_detection.sft import SFT
 from sv_env_phishing_detection.synthetic_batch import SYNTHETIC
+from sv_shared.environment import Environment, LazyFunction, Row, detail
 
 
 def evidence_summary(rows: list[Row], summary: dict[str, Any]) -> dict[str, Any]:

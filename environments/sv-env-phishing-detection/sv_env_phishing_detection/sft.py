@@ -4,10 +4,9 @@ evidence items that verify against the email; variant `mix` balances the sources
 from collections.abc import Iterable
 from typing import Any
 
-from sv_shared.sft import SftExample, SftSpec, chat_messages, difficulty, label_target
-
 from sv_env_phishing_detection.baseline import classify_email
 from sv_env_phishing_detection.evidence import build_index, check_item
+from sv_shared.sft import SftExample, SftSpec, chat_messages, difficulty, label_target
 
 
 def build(tasks: list[Any], variant: str | None, context: dict[str, Any]) -> Iterable[SftExample]:

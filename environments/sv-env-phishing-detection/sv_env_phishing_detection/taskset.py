@@ -10,19 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import verifiers.v1 as vf
-from sv_shared.rewardconfig import with_reward_weights
 from pydantic import Field
-from sv_shared import (
-    ParsedAnswer,
-    abstention_reward,
-    accuracy_reward,
-    asymmetric_cost_reward,
-    calibration_reward,
-    format_reward,
-    parse_label_answer,
-    parsed_once,
-)
-from sv_shared.jsonl import read_examples
 
 from sv_env_phishing_detection.config import REWARD_NAMES, RewardSettings, load_reward_settings
 from sv_env_phishing_detection.emails import (
@@ -36,6 +24,18 @@ from sv_env_phishing_detection.emails import (
 )
 from sv_env_phishing_detection.evidence import EmailIndex, build_index, evidence_items, evidence_report
 from sv_env_phishing_detection.urltools import check_url
+from sv_shared import (
+    ParsedAnswer,
+    abstention_reward,
+    accuracy_reward,
+    asymmetric_cost_reward,
+    calibration_reward,
+    format_reward,
+    parse_label_answer,
+    parsed_once,
+)
+from sv_shared.jsonl import read_examples
+from sv_shared.rewardconfig import with_reward_weights
 
 ENV_ID = "sv-env-phishing-detection"
 _MEMO_REPLIES = 8

@@ -13,9 +13,8 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
-from sv_shared.redteam import JAILBREAK_FRAMINGS, jaccard
-
 from sv_env_redteam_attack.behaviors import parse_blocked, parse_goal
+from sv_shared.redteam import JAILBREAK_FRAMINGS, jaccard
 
 FRAMINGS: tuple[tuple[str, str], ...] = (
     *JAILBREAK_FRAMINGS,

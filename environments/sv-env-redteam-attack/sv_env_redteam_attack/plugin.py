@@ -1,13 +1,12 @@
 """E5 as the pipeline sees it (entry point `sv_dagster.environments`)."""
 
-from sv_shared.environment import Environment, detail, flag
-
 from sv_env_redteam_attack.baseline import attacker_reply
 from sv_env_redteam_attack.config import load_reward_settings
-from sv_env_redteam_attack.probes import safety_probes
 from sv_env_redteam_attack.corpora import CORPORA
+from sv_env_redteam_attack.probes import safety_probes
 from sv_env_redteam_attack.sft import SFT
 from sv_env_redteam_attack.synthetic_batch import SYNTHETIC
+from sv_shared.environment import Environment, detail, flag
 
 RATES = {
     # Attack success (a target reply judged unsafe), on-target success (in the behavior's

@@ -3,9 +3,8 @@
 from collections.abc import Iterable
 from typing import Any
 
-from sv_shared.sft import SftExample, SftSpec, chat_messages
-
 from sv_env_redteam_attack.baseline import attacker_reply
+from sv_shared.sft import SftExample, SftSpec, chat_messages
 
 
 def build(tasks: list[Any], variant: str | None, context: dict[str, Any]) -> Iterable[SftExample]:

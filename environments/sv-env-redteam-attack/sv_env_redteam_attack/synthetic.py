@@ -27,10 +27,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sv_env_redteam_attack.behaviors import BEHAVIORS, OPENING
 from sv_shared.redteam import JAILBREAK_FRAMINGS, minhash, minhash_similarity
 from sv_shared.safety import SafetyClassifier, withheld_marker
-
-from sv_env_redteam_attack.behaviors import BEHAVIORS, OPENING
 
 GENERATOR_ID = "sv-env-redteam-attack/synthetic"
 GENERATOR_VERSION = "1"

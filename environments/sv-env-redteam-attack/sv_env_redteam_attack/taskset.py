@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import verifiers.v1 as vf
-from sv_shared.rewardconfig import with_reward_weights
 from pydantic import Field
+
+from sv_env_redteam_attack.behaviors import attacker_system_prompt
+from sv_env_redteam_attack.config import RewardSettings, load_reward_settings
 from sv_shared.jsonl import read_examples
 from sv_shared.redteam import (
     JudgedTask,
@@ -32,10 +34,8 @@ from sv_shared.redteam import (
     minhash,
     minhash_similarity,
 )
+from sv_shared.rewardconfig import with_reward_weights
 from sv_shared.safety import CATEGORIES
-
-from sv_env_redteam_attack.behaviors import attacker_system_prompt
-from sv_env_redteam_attack.config import RewardSettings, load_reward_settings
 
 ENV_ID = "sv-env-redteam-attack"
 Counterpart = Callable[[list[dict[str, Any]]], Awaitable[str]]

@@ -3,8 +3,8 @@
 from sv_env_redteam_defense.baseline import defender_reply, reference_reply
 from sv_env_redteam_defense.config import RewardConfigError, RewardSettings, load_reward_settings
 from sv_env_redteam_defense.conversations import SYSTEM_PROMPT
-from sv_shared.redteam import known_attacks_section, parse_known_attacks
 from sv_env_redteam_defense.scoring import ConversationReport, conversation_report, turn_outcome
+from sv_shared.redteam import known_attacks_section, parse_known_attacks
 
 __version__ = "0.1.0"
 

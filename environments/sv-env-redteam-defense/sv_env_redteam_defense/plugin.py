@@ -1,14 +1,13 @@
 """E6 as the pipeline sees it (entry point `sv_dagster.environments`)."""
 
-from sv_shared.environment import Environment, flag, reward, share
-
 from sv_env_redteam_defense.baseline import defender_reply
 from sv_env_redteam_defense.config import load_reward_settings
 from sv_env_redteam_defense.conversations import SYSTEM_PROMPT
-from sv_env_redteam_defense.probes import safety_probes
 from sv_env_redteam_defense.corpora import CORPORA
+from sv_env_redteam_defense.probes import safety_probes
 from sv_env_redteam_defense.sft import SFT
 from sv_env_redteam_defense.synthetic_batch import SYNTHETIC
+from sv_shared.environment import Environment, flag, reward, share
 
 RATES = {
     # Unsafe compliance (a conversation with any unsafe reply), over-refusal (benign turns

@@ -4,11 +4,10 @@ answer; variant `refusal` adds every jailbreak framing of each sanitized harmful
 from collections.abc import Iterable
 from typing import Any
 
-from sv_shared.redteam import JAILBREAK_FRAMINGS
-from sv_shared.sft import SftExample, SftSpec, chat_messages, difficulty
-
 from sv_env_redteam_defense.baseline import reference_reply
 from sv_env_redteam_defense.conversations import HARMFUL_GOALS
+from sv_shared.redteam import JAILBREAK_FRAMINGS
+from sv_shared.sft import SftExample, SftSpec, chat_messages, difficulty
 
 HARD_FRAMINGS = ("fiction", "roleplay")
 """Framings the rule defender falls for."""

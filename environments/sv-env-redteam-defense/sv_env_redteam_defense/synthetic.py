@@ -24,12 +24,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sv_shared.redteam import JAILBREAK_FRAMINGS
-from sv_shared.safety import SafetyClassifier
-
 from sv_env_redteam_defense.baseline import defender_reply
 from sv_env_redteam_defense.conversations import SYSTEM_PROMPT, WARM_UP
 from sv_env_redteam_defense.scoring import turn_outcome
+from sv_shared.redteam import JAILBREAK_FRAMINGS
+from sv_shared.safety import SafetyClassifier
 
 GENERATOR_ID = "sv-env-redteam-defense/synthetic"
 GENERATOR_VERSION = "1"

@@ -17,8 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import verifiers.v1 as vf
-from sv_shared.rewardconfig import with_reward_weights
 from pydantic import Field
+
+from sv_env_redteam_defense.config import RewardSettings, load_reward_settings
+from sv_env_redteam_defense.conversations import SYSTEM_PROMPT
+from sv_env_redteam_defense.scoring import ConversationReport, conversation_report
 from sv_shared.jsonl import read_examples
 from sv_shared.redteam import (
     JudgedTask,
@@ -26,10 +29,7 @@ from sv_shared.redteam import (
     known_attacks_section,
     message_dicts,
 )
-
-from sv_env_redteam_defense.config import RewardSettings, load_reward_settings
-from sv_env_redteam_defense.conversations import SYSTEM_PROMPT
-from sv_env_redteam_defense.scoring import ConversationReport, conversation_report
+from sv_shared.rewardconfig import with_reward_weights
 
 ENV_ID = "sv-env-redteam-defense"
 EXPECTS = ("refuse", "comply")

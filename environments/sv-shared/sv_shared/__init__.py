@@ -2,9 +2,9 @@
 (and `jsonl`, the common dataset reader)."""
 
 from sv_shared.jsonl import DatasetError, Example, read_examples
-from sv_shared.rewardconfig import RewardConfigError, RewardToml, read_reward_toml
 from sv_shared.metrics import Prediction, aurc, brier_score, classification_metrics, expected_calibration_error
 from sv_shared.parsing import ParsedAnswer, extract_json_object, parse_label_answer, parsed_once
+from sv_shared.rewardconfig import RewardConfigError, RewardToml, read_reward_toml
 from sv_shared.rewards import (
     CostConfig,
     abstention_reward,

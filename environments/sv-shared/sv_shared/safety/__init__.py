@@ -12,7 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sv_shared.safety.agreement import HELD_OUT_NOTE, LabelledText, agreement, held_out, labelled_set_path, read_labelled_set
+from sv_shared.safety.agreement import (
+    HELD_OUT_NOTE,
+    LabelledText,
+    agreement,
+    held_out,
+    labelled_set_path,
+    read_labelled_set,
+)
 from sv_shared.safety.base import SafetyClassifier, SafetyClassifierError, SafetyVerdict
 from sv_shared.safety.categories import CATEGORIES
 from sv_shared.safety.llamaguard import LlamaGuardClassifier

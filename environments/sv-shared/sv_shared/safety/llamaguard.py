@@ -14,7 +14,6 @@ import asyncio
 import json
 import os
 import re
-import socket
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
@@ -123,7 +122,7 @@ class LlamaGuardClassifier:
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:200].decode("utf-8", "replace") if exc.fp else ""
             raise SafetyClassifierError(f"Llama Guard at {self.url} answered HTTP {exc.code}: {detail}") from None
-        except (urllib.error.URLError, TimeoutError, socket.timeout, ConnectionError, OSError) as exc:
+        except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
             raise SafetyClassifierError(f"Llama Guard at {self.url} unreachable: {reason}") from None
         try:

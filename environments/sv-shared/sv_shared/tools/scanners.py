@@ -46,7 +46,7 @@ def find_tool(binary: str) -> str | None:
     return shutil.which(binary)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tool_version(path: str, args: tuple[str, ...]) -> str:
     """The tool's version, asked once per installed binary: Checkov takes seconds to print
     it, so answers are kept on disk keyed by the binary's path, size and mtime (a reinstall

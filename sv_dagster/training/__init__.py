@@ -1,0 +1,1 @@
+"""Training: configs, SFT data, TRL stages, rewards, curricula and the safety review (plain Python)."""
