@@ -47,18 +47,24 @@ def main() -> int:
 
     report = fuzz_scoring(args.env, args.n)
     cpu = sorted(report.cpu_s)
-    print(json.dumps({
-        "env": args.env,
-        "parse": args.parse,
-        "replies": report.replies,
-        "failures": len(report.failures),
-        "wall_s": report.wall_s,
-        "cpu_total_s": sum(cpu),
-        "cpu_median_ms": statistics.median(cpu) * 1000,
-        "cpu_p99_ms": cpu[int(0.99 * (len(cpu) - 1))] * 1000,
-        "cpu_worst_ms": cpu[-1] * 1000,
-        "worst_replies": [{"cpu_ms": round(s * 1000, 1), "index": i, "starts": text} for s, i, text in report.worst],
-    }))
+    print(
+        json.dumps(
+            {
+                "env": args.env,
+                "parse": args.parse,
+                "replies": report.replies,
+                "failures": len(report.failures),
+                "wall_s": report.wall_s,
+                "cpu_total_s": sum(cpu),
+                "cpu_median_ms": statistics.median(cpu) * 1000,
+                "cpu_p99_ms": cpu[int(0.99 * (len(cpu) - 1))] * 1000,
+                "cpu_worst_ms": cpu[-1] * 1000,
+                "worst_replies": [
+                    {"cpu_ms": round(s * 1000, 1), "index": i, "starts": text} for s, i, text in report.worst
+                ],
+            }
+        )
+    )
     return 0
 
 

@@ -42,8 +42,12 @@ def e2_dataset(data: Path, n: int) -> Path:
     with dataset.open("w") as out:
         for i in range(n):
             ex = examples[i % len(examples)]
-            record = {"id": f"v{i}-{ex.id}", "filename": f"v{i}-{ex.filename}", "sample": True,
-                      "content": f"# bench variant {i} {uuid.uuid4().hex}\n" + ex.content}
+            record = {
+                "id": f"v{i}-{ex.id}",
+                "filename": f"v{i}-{ex.filename}",
+                "sample": True,
+                "content": f"# bench variant {i} {uuid.uuid4().hex}\n" + ex.content,
+            }
             out.write(json.dumps(record) + "\n")
     from sv_env_config_verification.tools import default_suite
 
@@ -77,8 +81,13 @@ async def score_all(env_short: str, dataset: Path | None, completions: dict[str,
     await asyncio.gather(*(one(task, completion) for task, completion in jobs))
     seconds = time.perf_counter() - start
     stats = env.tool_cache_now() or {}
-    return {"rollouts": len(jobs), "seconds": seconds, "rollouts_per_hour": len(jobs) / seconds * 3600,
-            "scoring_errors": errors, "tool_cache": stats}
+    return {
+        "rollouts": len(jobs),
+        "seconds": seconds,
+        "rollouts_per_hour": len(jobs) / seconds * 3600,
+        "scoring_errors": errors,
+        "tool_cache": stats,
+    }
 
 
 def e2_naive(data: Path, n: int) -> dict:
@@ -90,7 +99,10 @@ def e2_naive(data: Path, n: int) -> dict:
     from sv_shared.tools import Scanner
 
     records = [json.loads(line) for line in (data / "e2.jsonl").read_text().splitlines()][:n]
-    answers = {json.loads(line)["id"]: json.loads(line)["completion"] for line in (data / "e2-completions.jsonl").read_text().splitlines()}
+    answers = {
+        json.loads(line)["id"]: json.loads(line)["completion"]
+        for line in (data / "e2-completions.jsonl").read_text().splitlines()
+    }
     opa = OpaEvaluator(None)
     semgrep, checkov = Scanner("semgrep", rules=semgrep_rules_dir()), Scanner("checkov")
     checkov_checks()
@@ -109,8 +121,12 @@ def e2_naive(data: Path, n: int) -> dict:
             semgrep.scan_many({name: text})
             checkov.scan_many({name: text})
     seconds = time.perf_counter() - start
-    return {"rollouts": len(records), "seconds": seconds, "rollouts_per_hour": len(records) / seconds * 3600,
-            "tool_processes": semgrep.processes_run + checkov.processes_run}
+    return {
+        "rollouts": len(records),
+        "seconds": seconds,
+        "rollouts_per_hour": len(records) / seconds * 3600,
+        "tool_processes": semgrep.processes_run + checkov.processes_run,
+    }
 
 
 def e3_completions(n: int, unique: bool = True) -> dict[str, list[str]]:
@@ -163,8 +179,13 @@ def e4_completions(tasks: list, n: int, tag: str) -> list[tuple[object, str]]:
         if kind == 0:
             text = json.dumps({**base, "note": note}, ensure_ascii=False)
         elif kind == 1:
-            evidence = [*base["evidence"], "www.secure-login-verify.com", f'Quote: "please act now {i}"',
-                        "Reply-To mismatch", "invoice.exe attachment"]
+            evidence = [
+                *base["evidence"],
+                "www.secure-login-verify.com",
+                f'Quote: "please act now {i}"',
+                "Reply-To mismatch",
+                "invoice.exe attachment",
+            ]
             text = json.dumps({**base, "evidence": evidence, "note": note}, ensure_ascii=False)
         elif kind == 2:
             fenced = json.dumps(base, ensure_ascii=False)
@@ -206,6 +227,7 @@ def e4_scoring(n: int = 2000, cpu: int | None = None) -> dict:
     cpu = min(allowed) if cpu is None else cpu
     os.sched_setaffinity(0, {cpu})
     try:
+
         def fresh(tag: str) -> list[tuple[object, str]]:
             return e4_completions(env.load_tasks(None, None), n, tag)
 
@@ -264,9 +286,12 @@ def e4_scoring(n: int = 2000, cpu: int | None = None) -> dict:
         "fast_score_mismatches": fast_mismatches,
         # (a) per rollout split: trace construction, verifiers' task.score bookkeeping
         # (what is left of (a) after the trace and the rewards), the rewards themselves
-        "us_per_rollout": {"full": round(us["full"], 1), "trace": round(us["trace"], 1),
-                           "verifiers_score_overhead": round(us["full"] - us["trace"] - us["rewards"], 1),
-                           "rewards": round(us["rewards"], 1)},
+        "us_per_rollout": {
+            "full": round(us["full"], 1),
+            "trace": round(us["trace"], 1),
+            "verifiers_score_overhead": round(us["full"] - us["trace"] - us["rewards"], 1),
+            "rewards": round(us["rewards"], 1),
+        },
     }
 
 

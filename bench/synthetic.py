@@ -34,8 +34,17 @@ def seed_split(folder: Path) -> Path:
     with (folder / "train.jsonl").open("w") as out:
         for i, line in enumerate(corpus.read_text().splitlines()):
             flow = json.loads(line)
-            out.write(json.dumps({"id": f"seed-{i}", "question": render_flow_question(flow), "answer": flow["label"],
-                                  "info": {"scenario": flow["scenario"]}}) + "\n")
+            out.write(
+                json.dumps(
+                    {
+                        "id": f"seed-{i}",
+                        "question": render_flow_question(flow),
+                        "answer": flow["label"],
+                        "info": {"scenario": flow["scenario"]},
+                    }
+                )
+                + "\n"
+            )
     return folder
 
 
@@ -59,30 +68,43 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sv-bench-synthetic-") as tmp:
         start = time.perf_counter()
         seeds = env.synthetic.read_seeds(SyntheticInputs(dataset_dir=seed_split(Path(tmp) / "dataset")))
-        spec = BatchSpec(env=env.short, env_id=env.env_id, partition="2026-11-23", batch_id="bench",
-                         out_dir=Path(tmp) / "batch", size=args.n, seed=derive_seed(42, env.short, "2026-11-23"), sample=True)
-        result = run_columnar_batch(spec, seeds.data, seeds.sources, seeds.facts, seeds.rejects, chunk_rows=args.chunk,
-                                    write_jsonl=False)
+        spec = BatchSpec(
+            env=env.short,
+            env_id=env.env_id,
+            partition="2026-11-23",
+            batch_id="bench",
+            out_dir=Path(tmp) / "batch",
+            size=args.n,
+            seed=derive_seed(42, env.short, "2026-11-23"),
+            sample=True,
+        )
+        result = run_columnar_batch(
+            spec, seeds.data, seeds.sources, seeds.facts, seeds.rejects, chunk_rows=args.chunk, write_jsonl=False
+        )
         seconds = time.perf_counter() - start
         parquet = result.files[env.synthetic.table]
         rows = pq.ParquetFile(parquet).metadata.num_rows
         size_mib = parquet.stat().st_size / 2**20
     meta = result.metadata
-    print(json.dumps({
-        "rows_requested": args.n,
-        "chunk_rows": args.chunk,
-        "rows_written": rows,
-        "accepted": meta["counts"]["accepted"],
-        "rejected": meta["counts"]["rejected"],
-        "by_origin": meta["counts"]["by_origin"],
-        "label_balance": meta["label_balance"],
-        "spot_check_rows": meta["spot_check"]["rows"],
-        "seconds": seconds,
-        "rows_per_s": args.n / seconds,
-        "parquet_mib": size_mib,
-        "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-        "rss_after_imports_mib": rss_after_imports,
-    }))
+    print(
+        json.dumps(
+            {
+                "rows_requested": args.n,
+                "chunk_rows": args.chunk,
+                "rows_written": rows,
+                "accepted": meta["counts"]["accepted"],
+                "rejected": meta["counts"]["rejected"],
+                "by_origin": meta["counts"]["by_origin"],
+                "label_balance": meta["label_balance"],
+                "spot_check_rows": meta["spot_check"]["rows"],
+                "seconds": seconds,
+                "rows_per_s": args.n / seconds,
+                "parquet_mib": size_mib,
+                "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                "rss_after_imports_mib": rss_after_imports,
+            }
+        )
+    )
     return 0
 
 

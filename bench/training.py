@@ -37,8 +37,17 @@ def _rows(folder: Path, n: int) -> dict[str, Path]:
     tasks = folder / "tasks.jsonl"
     with tasks.open("w") as handle:
         for i, flow in enumerate(sample_flows(n, seed=11)):
-            handle.write(json.dumps({"id": f"b{i}", "question": render_flow_question(flow), "answer": flow["label"],
-                                     "info": {"scenario": flow["scenario"]}}) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "id": f"b{i}",
+                        "question": render_flow_question(flow),
+                        "answer": flow["label"],
+                        "info": {"scenario": flow["scenario"]},
+                    }
+                )
+                + "\n"
+            )
     examples = build_examples("e1", ENVS["e1"].load_tasks(tasks, None))
     write_rows(folder / "sft.jsonl", (e.sft_row() for e in examples))
     write_rows(folder / "grpo.jsonl", (e.grpo_row() for e in examples))
@@ -50,11 +59,20 @@ def _pipeline(stage: str, config, folder: Path, model_dir: Path | None, data: di
     from sv_dagster.training.stages import StageSpec
 
     out = folder / stage
-    spec = StageSpec(stage=stage, env="e1", config=config.model_dump(), out_dir=str(out),
-                     model_dir=str(model_dir) if model_dir else None, data=data, resume=False)
+    spec = StageSpec(
+        stage=stage,
+        env="e1",
+        config=config.model_dump(),
+        out_dir=str(out),
+        model_dir=str(model_dir) if model_dir else None,
+        data=data,
+        resume=False,
+    )
     spec_path = folder / f"{stage}.spec.json"
     spec_path.write_text(spec.to_json())
-    proc = subprocess.run([sys.executable, "-m", "sv_dagster.training.entry", str(spec_path)], capture_output=True, text=True)
+    proc = subprocess.run(
+        [sys.executable, "-m", "sv_dagster.training.entry", str(spec_path)], capture_output=True, text=True
+    )
     if proc.returncode:
         raise RuntimeError(proc.stdout[-2000:] + proc.stderr[-3000:])
     return json.loads((out / "checkpoint.json").read_text())
@@ -78,8 +96,17 @@ def _plain_trl_sft(model_dir: Path, rows: Path, epochs: float, batch: int) -> di
     data = Dataset.from_list([{k: json.loads(line)[k] for k in ("prompt", "completion")} for line in rows.open()])
     cuda = torch.cuda.is_available()
     with tempfile.TemporaryDirectory() as out:
-        args = SFTConfig(output_dir=out, num_train_epochs=epochs, per_device_train_batch_size=batch, report_to=[],
-                         save_strategy="no", use_cpu=not cuda, bf16=cuda, disable_tqdm=True, logging_steps=50)
+        args = SFTConfig(
+            output_dir=out,
+            num_train_epochs=epochs,
+            per_device_train_batch_size=batch,
+            report_to=[],
+            save_strategy="no",
+            use_cpu=not cuda,
+            bf16=cuda,
+            disable_tqdm=True,
+            logging_steps=50,
+        )
         trainer = SFTTrainer(model=model, args=args, train_dataset=data, processing_class=tokenizer)
         started = time.time()
         result = trainer.train()
@@ -98,7 +125,10 @@ def main() -> int:
     parser.add_argument("--grpo-steps", type=int, default=10)
     args = parser.parse_args()
     cuda = torch.cuda.is_available()
-    overrides = {"sft": {"epochs": 1.0, "max_seconds": 3600}, "grpo": {"max_steps": args.grpo_steps, "max_seconds": 3600}}
+    overrides = {
+        "sft": {"epochs": 1.0, "max_seconds": 3600},
+        "grpo": {"max_steps": args.grpo_steps, "max_seconds": 3600},
+    }
     # The 0.5B shape is the GPU profile's (bf16, liger kernels, static-cache generation).
     config = load_training_config("e1", overrides=overrides, profile="gpu-0.5b" if args.model == "qwen-0.5b" else None)
     with tempfile.TemporaryDirectory(prefix="sv-bench-training-") as tmp:

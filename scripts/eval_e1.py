@@ -1,6 +1,6 @@
 """Custom E1 sweeps: the same Dagster run `make eval-e1` launches, with every option.
 
-    python scripts/eval_e1.py --models heuristic gpt-5-mini --n 20 --seed 7 --split dev
+python scripts/eval_e1.py --models heuristic gpt-5-mini --n 20 --seed 7 --split dev
 """
 
 import sys

@@ -1,6 +1,6 @@
 """Custom E2 sweeps: the same Dagster run `make eval-e2` launches, with every option.
 
-    python scripts/eval_e2.py --models tool-oracle gpt-5-mini --n 20 --seed 7 --include-tools false
+python scripts/eval_e2.py --models tool-oracle gpt-5-mini --n 20 --seed 7 --include-tools false
 """
 
 import sys

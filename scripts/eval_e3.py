@@ -1,6 +1,6 @@
 """Custom E3 sweeps: the same Dagster run `make eval-e3` launches, with every option.
 
-    python scripts/eval_e3.py --models heuristic gpt-5-mini --n 13 --seed 7
+python scripts/eval_e3.py --models heuristic gpt-5-mini --n 13 --seed 7
 """
 
 import sys

@@ -1,6 +1,6 @@
 """Custom E5 sweeps: the same Dagster run `make eval-e5` launches, with every option.
 
-    python scripts/eval_e5.py --models gpt-5-mini --target llama-3.1-8b --n 20 --seed 7
+python scripts/eval_e5.py --models gpt-5-mini --target llama-3.1-8b --n 20 --seed 7
 """
 
 import sys

@@ -1,6 +1,6 @@
 """Custom E6 sweeps: the same Dagster run `make eval-e6` launches, with every option.
 
-    python scripts/eval_e6.py --models heuristic gpt-5-mini --n 40 --seed 7
+python scripts/eval_e6.py --models heuristic gpt-5-mini --n 40 --seed 7
 """
 
 import sys

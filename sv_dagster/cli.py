@@ -1,37 +1,37 @@
 """`sv-dagster` command line.
 
-    sv-dagster [--verbose] COMMAND    runs show progress and results on the console (INFO);
-                                      --verbose adds Dagster's step-by-step events (DEBUG)
-    sv-dagster demo [--job demo]      run a job in-process on the project's instance and
-                                      print each eval's headline metrics and artifact paths
-    sv-dagster eval e1 --models heuristic gpt-5-mini [--n 32] [--seed 42] [--include-tools false]
-    sv-dagster eval e5 --models gpt-5-mini --target llama-3.1-8b [--n 20]
-                                      evaluate registry models (one Dagster run, in the UI)
-    sv-dagster resume RUN_ID          continue a killed or failed eval run in its own results
-                                      folder: finished examples are kept, the rest are asked
-    sv-dagster runs reap              mark runs whose process is gone failed and free their pool
-                                      slots (every command does this first)
-    sv-dagster baseline record EVAL_DIR
-                                      make an eval folder its (env, model)'s regression baseline
-    sv-dagster check                  regression gate over the latest evals; exit 1 on a
-                                      regression, 3 if some eval had NO BASELINE
-    sv-dagster lineage ASSET_KEY [--partition P] [--run R | --data-version V] [--json]
-                                      the chain from an asset's latest (or the named)
-                                      materialization to its roots: data version, content hash,
-                                      code version, git commit
-    sv-dagster lineage REPORT.md --row LINE
-                                      the same for the eval behind one row of a report
-    sv-dagster audit REPORT.md        every number in a report against the files it cites and
-                                      their hashes on disk; exit 1 on any mismatch
-    sv-dagster signoff e1 --reviewer NAME --verdict approve|reject [--note TEXT]
-                                      a human's sign-off on the reviewed checkpoint; promotes it
-                                      when approved (job promote_e1)
-    sv-dagster rescore EVAL_DIR [--reward-config TOML]
-                                      score an eval folder's stored completions again with the
-                                      current verifier (no model calls); writes a new folder
-    sv-dagster review synthetic ENV --partition DATE --reviewer NAME --verdict accept|reject [--rows ID ...] [--note TEXT]
-                                      record a spot-check decision on a synthetic batch (decisions
-                                      file + asset check evaluation and observation in the instance)
+sv-dagster [--verbose] COMMAND    runs show progress and results on the console (INFO);
+                                  --verbose adds Dagster's step-by-step events (DEBUG)
+sv-dagster demo [--job demo]      run a job in-process on the project's instance and
+                                  print each eval's headline metrics and artifact paths
+sv-dagster eval e1 --models heuristic gpt-5-mini [--n 32] [--seed 42] [--include-tools false]
+sv-dagster eval e5 --models gpt-5-mini --target llama-3.1-8b [--n 20]
+                                  evaluate registry models (one Dagster run, in the UI)
+sv-dagster resume RUN_ID          continue a killed or failed eval run in its own results
+                                  folder: finished examples are kept, the rest are asked
+sv-dagster runs reap              mark runs whose process is gone failed and free their pool
+                                  slots (every command does this first)
+sv-dagster baseline record EVAL_DIR
+                                  make an eval folder its (env, model)'s regression baseline
+sv-dagster check                  regression gate over the latest evals; exit 1 on a
+                                  regression, 3 if some eval had NO BASELINE
+sv-dagster lineage ASSET_KEY [--partition P] [--run R | --data-version V] [--json]
+                                  the chain from an asset's latest (or the named)
+                                  materialization to its roots: data version, content hash,
+                                  code version, git commit
+sv-dagster lineage REPORT.md --row LINE
+                                  the same for the eval behind one row of a report
+sv-dagster audit REPORT.md        every number in a report against the files it cites and
+                                  their hashes on disk; exit 1 on any mismatch
+sv-dagster signoff e1 --reviewer NAME --verdict approve|reject [--note TEXT]
+                                  a human's sign-off on the reviewed checkpoint; promotes it
+                                  when approved (job promote_e1)
+sv-dagster rescore EVAL_DIR [--reward-config TOML]
+                                  score an eval folder's stored completions again with the
+                                  current verifier (no model calls); writes a new folder
+sv-dagster review synthetic ENV --partition DATE --reviewer NAME --verdict accept|reject [--rows ID ...] [--note TEXT]
+                                  record a spot-check decision on a synthetic batch (decisions
+                                  file + asset check evaluation and observation in the instance)
 """
 
 from __future__ import annotations
@@ -92,16 +92,35 @@ def _classifier_line(classifier: str, agreement: dict[str, Any]) -> str:
 def _tournament_text(path: Path) -> str:
     data = json.loads((path / "tournament.json").read_text())
     attack, _, defense = (data.get("pair") or "<->").partition("<->")
-    lines = [f"\n== tournament: {attack} attacker {data['attacker']['name']} vs {defense} defender "
-             f"{data['defender']['name']} (SAMPLE data)"]
+    lines = [
+        f"\n== tournament: {attack} attacker {data['attacker']['name']} vs {defense} defender "
+        f"{data['defender']['name']} (SAMPLE data)"
+    ]
     rows = [
-        {"round": r["round"], "n_examples": r["n_behaviors"], "success": r["attacker_success_rate"],
-         "ci": "-" if not r["attacker_success_ci95"] else "[{:.2f}, {:.2f}]".format(*r["attacker_success_ci95"]),
-         "known": r["known_attacks"], "unsafe": r["defender_unsafe_rate"], "over": r["defender_over_refusal_rate"]}
+        {
+            "round": r["round"],
+            "n_examples": r["n_behaviors"],
+            "success": r["attacker_success_rate"],
+            "ci": "-" if not r["attacker_success_ci95"] else "[{:.2f}, {:.2f}]".format(*r["attacker_success_ci95"]),
+            "known": r["known_attacks"],
+            "unsafe": r["defender_unsafe_rate"],
+            "over": r["defender_over_refusal_rate"],
+        }
         for r in data["rounds"]
     ]
-    lines.append(format_table(rows, (("attacker success", "success"), ("95% CI", "ci"), ("known attacks", "known"),
-                                     ("defender unsafe", "unsafe"), ("over-refusal", "over")), first=("round", "round")))
+    lines.append(
+        format_table(
+            rows,
+            (
+                ("attacker success", "success"),
+                ("95% CI", "ci"),
+                ("known attacks", "known"),
+                ("defender unsafe", "unsafe"),
+                ("over-refusal", "over"),
+            ),
+            first=("round", "round"),
+        )
+    )
     lines.append(f"  {_shown(path)}/{{tournament.json,success_curve.png}}")
     lines.append("  " + _classifier_line(data.get("classifier"), data.get("classifier_agreement") or {}))
     return "\n".join(lines)
@@ -169,8 +188,9 @@ def run_demo(job_name: str, verbose: bool = False) -> int:
 
     started = time.perf_counter()
     job = build_definitions().resolve_job_def(job_name)
-    result = job.execute_in_process(instance=_instance(), run_config=console_logs(verbose), raise_on_error=False,
-                                    tags=owner_tags())
+    result = job.execute_in_process(
+        instance=_instance(), run_config=console_logs(verbose), raise_on_error=False, tags=owner_tags()
+    )
     code = _report(result, job_name, started)
     if job_name == "demo" and code == 0:  # the synthetic batches are daily partitions: a run of their own
         from sv_dagster.jobs.synthetic import run_synthetic_demo
@@ -208,23 +228,38 @@ def training_text(result, env_short: str) -> str:
             review = metadata
     order = {"base": 0, "sft": 1, "rlft1": 2}
     rows.sort(key=lambda r: order.get(r["model"].rsplit("-", 1)[-1], 9))
-    table = [{"model": r["model"], "n_examples": r["n_examples"], "reward": _with_ci(r, "mean_reward"),
-              "json": _with_ci(r, "format_rate"), "acc": _with_ci(r, "accuracy"), "ece": _with_ci(r, "ece")} for r in rows]
+    table = [
+        {
+            "model": r["model"],
+            "n_examples": r["n_examples"],
+            "reward": _with_ci(r, "mean_reward"),
+            "json": _with_ci(r, "format_rate"),
+            "acc": _with_ci(r, "accuracy"),
+            "ece": _with_ci(r, "ece"),
+        }
+        for r in rows
+    ]
     lines = [f"\n== training: {env_short} base -> SFT -> RLFT (GRPO), held-out test split, 95% bootstrap CIs"]
     if any(r.get("sample") for r in rows):
         lines.append("DATA: SAMPLE corpus rows plus the synthetic batch; the model is the tiny one built here (CPU)")
-    lines.append(format_table(table, (("mean reward", "reward"), ("valid JSON", "json"), ("accuracy", "acc"), ("ECE", "ece"))))
+    lines.append(
+        format_table(table, (("mean reward", "reward"), ("valid JSON", "json"), ("accuracy", "acc"), ("ECE", "ece")))
+    )
     from sv_dagster.core.lineage import metadata_value
 
     for stage, metadata in stages:
         value = functools.partial(metadata_value, metadata)
         steps = f"{value('steps')} steps, " if value("steps") is not None else "built, no training steps, "
-        lines.append(f"  {stage}: {_fmt(value('wall_seconds'))} s, {steps}"
-                     f"{_fmt(value('cpu_hours'))} CPU h, {_fmt(value('gpu_hours'))} GPU h -> {_shown(Path(str(value('checkpoint_path'))))}")
+        lines.append(
+            f"  {stage}: {_fmt(value('wall_seconds'))} s, {steps}"
+            f"{_fmt(value('cpu_hours'))} CPU h, {_fmt(value('gpu_hours'))} GPU h -> {_shown(Path(str(value('checkpoint_path'))))}"
+        )
     if review is not None:
         passed = review["review_passed"].value
-        lines.append(f"  safety review: {'passed' if passed else 'FAILED (' + review['reasons'].value + ')'}"
-                     + (f"; promote with `sv-dagster signoff {env_short} --reviewer NAME --verdict approve`" if passed else ""))
+        lines.append(
+            f"  safety review: {'passed' if passed else 'FAILED (' + review['reasons'].value + ')'}"
+            + (f"; promote with `sv-dagster signoff {env_short} --reviewer NAME --verdict approve`" if passed else "")
+        )
     return "\n".join(lines)
 
 
@@ -233,8 +268,13 @@ def run_training_demo(env_short: str, verbose: bool = False) -> int:
     from sv_dagster.definitions import build_definitions
 
     started = time.perf_counter()
-    result = build_definitions().resolve_job_def(f"rlft_{env_short}").execute_in_process(
-        instance=_instance(), run_config=console_logs(verbose), raise_on_error=False, tags=owner_tags())
+    result = (
+        build_definitions()
+        .resolve_job_def(f"rlft_{env_short}")
+        .execute_in_process(
+            instance=_instance(), run_config=console_logs(verbose), raise_on_error=False, tags=owner_tags()
+        )
+    )
     if not result.success:
         return _report(result, f"rlft_{env_short}", started)
     print(training_text(result, env_short))
@@ -255,20 +295,34 @@ def run_signoff(env_short: str, reviewer: str, verdict: str, note: str, verbose:
     signoff = dg.AssetKey(["safety_signoff", env_short])
     if verdict != "approve":  # a rejection is recorded; there is nothing to promote
         job = job.get_subset(asset_selection={signoff})
-    run_config = {**console_logs(verbose), "ops": {f"safety_signoff__{env_short}": {"config": {"reviewer": reviewer, "verdict": verdict, "note": note}}}}
-    result = job.execute_in_process(instance=_instance(), run_config=run_config, raise_on_error=False, tags=owner_tags())
+    run_config = {
+        **console_logs(verbose),
+        "ops": {f"safety_signoff__{env_short}": {"config": {"reviewer": reviewer, "verdict": verdict, "note": note}}},
+    }
+    result = job.execute_in_process(
+        instance=_instance(), run_config=run_config, raise_on_error=False, tags=owner_tags()
+    )
     if not result.success:
         return _report(result, f"promote_{env_short}", started)
     for event in result.get_asset_materialization_events():
         materialization = event.step_materialization_data.materialization
-        print(f"{materialization.asset_key.to_user_string()}: {_shown(Path(materialization.metadata['artifact_path'].value))}")
+        print(
+            f"{materialization.asset_key.to_user_string()}: {_shown(Path(materialization.metadata['artifact_path'].value))}"
+        )
     print("promoted" if verdict == "approve" else "sign-off recorded: rejected (not promoted)")
     return 0
 
 
 def run_eval_command(
-    env_short: str, models: list[str], n: int | None, seed: int, split: str, concurrency: int | None,
-    include_tools: bool = True, target: str = "heuristic", verbose: bool = False,
+    env_short: str,
+    models: list[str],
+    n: int | None,
+    seed: int,
+    split: str,
+    concurrency: int | None,
+    include_tools: bool = True,
+    target: str = "heuristic",
+    verbose: bool = False,
 ) -> int:
     """`make eval-e1 MODELS="..." N=32`: materialize eval/<env>/<model> for each model,
     as one Dagster run on the project's instance (so it shows in the UI with lineage).
@@ -290,7 +344,9 @@ def run_eval_command(
         check_models(env.short, models, registry)
         if env.counterpart_env:  # the model on the other side of the dialogue (E5's target)
             check_models(env_by_id(env.counterpart_env).short, [target], registry)
-        report = Path(dataset.asset_materialization.metadata["artifact_path"].value) / "metadata.json" if dataset else None
+        report = (
+            Path(dataset.asset_materialization.metadata["artifact_path"].value) / "metadata.json" if dataset else None
+        )
         if report is not None and report.exists():  # else the eval asset checks once the dataset is built
             sizes = split_sizes(report)
             check_split(split, sizes, f"dataset/{env.short}")
@@ -302,16 +358,26 @@ def run_eval_command(
     selection = dg.AssetSelection.assets(*keys)
     if dataset is None:
         selection = selection.upstream()
-    op_config = {"limit": n, "seed": seed, "split": split, "concurrency": concurrency, "include_tools": include_tools,
-                 "target_model": target}
+    op_config = {
+        "limit": n,
+        "seed": seed,
+        "split": split,
+        "concurrency": concurrency,
+        "include_tools": include_tools,
+        "target_model": target,
+    }
     run_config = {
         **console_logs(verbose),
         "ops": {"__".join(key.path): {"config": op_config} for key in keys},
     }
     job = defs.resolve_implicit_global_asset_job_def()
     subset = job.get_subset(asset_selection=selection.resolve(defs.resolve_asset_graph()))
-    result = subset.execute_in_process(instance=instance, run_config=run_config, raise_on_error=False,
-                                       tags={"sv/env": env.short, "sv/trigger": "eval-command", **owner_tags()})
+    result = subset.execute_in_process(
+        instance=instance,
+        run_config=run_config,
+        raise_on_error=False,
+        tags={"sv/env": env.short, "sv/trigger": "eval-command", **owner_tags()},
+    )
     return _report(result, f"eval {env_short} ({', '.join(models)})", started)
 
 
@@ -338,8 +404,9 @@ def run_resume(run_id: str, verbose: bool = False) -> int:
     job = defs.resolve_implicit_global_asset_job_def()
     subset = job.get_subset(asset_selection=selection.resolve(defs.resolve_asset_graph()))
     run_config = {**plan.run_config, **console_logs(verbose)}
-    result = subset.execute_in_process(instance=instance, run_config=run_config, raise_on_error=False,
-                                       tags={**plan.tags, **owner_tags()})
+    result = subset.execute_in_process(
+        instance=instance, run_config=run_config, raise_on_error=False, tags={**plan.tags, **owner_tags()}
+    )
     return _report(result, f"resume of run {run_id}", started)
 
 
@@ -364,8 +431,11 @@ def _instance(reap: bool = True):
     instance = dg.DagsterInstance.get()
     if reap:
         for run in reap_dead_runs(instance):
-            print(f"run {run.run_id} ({run.job_name}) was left running by a process that is gone ({run.owner}): "
-                  f"marked failed; `sv-dagster resume {run.run_id}` continues it", file=sys.stderr)
+            print(
+                f"run {run.run_id} ({run.job_name}) was left running by a process that is gone ({run.owner}): "
+                f"marked failed; `sv-dagster resume {run.run_id}` continues it",
+                file=sys.stderr,
+            )
     return instance
 
 
@@ -409,8 +479,10 @@ def run_check() -> int:
             run_dir = Path(entry.asset_materialization.metadata["artifact_path"].value)
             result = regression_gate(run_dir, outputs_root())
             states.append(result.state)
-            detail = "; ".join(result.failures) or result.note or ", ".join(
-                f"{c.metric} {c.delta:+.4f} (p={c.p_value:.2g})" for c in result.comparisons
+            detail = (
+                "; ".join(result.failures)
+                or result.note
+                or ", ".join(f"{c.metric} {c.delta:+.4f} (p={c.p_value:.2g})" for c in result.comparisons)
             )
             print(f"{result.state:<11}  eval/{env.short}/{spec.key}  {detail}")
     failed, unchecked = states.count(FAIL), states.count(NO_BASELINE)
@@ -429,7 +501,9 @@ def run_baseline(eval_dir: Path) -> int:
 def main(argv: list[str] | None = None) -> int:
     from sv_dagster.core.envs import ENVS
 
-    parser = argparse.ArgumentParser(prog="sv-dagster", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="sv-dagster", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     verbosity = "also Dagster's step-by-step events (DEBUG) on the console, not only progress and results"
     parser.add_argument("-v", "--verbose", action="store_true", help=verbosity)
     # Also after the command; SUPPRESS keeps a flag given before it.
@@ -441,24 +515,39 @@ def main(argv: list[str] | None = None) -> int:
     evals = commands.add_parser("eval", parents=[after], help="evaluate registry models on one environment")
     evals.add_argument("env", choices=sorted(ENVS))
     evals.add_argument("--models", nargs="+", required=True, help="registry names")
-    evals.add_argument("--n", default=None, help="examples per model (a seeded subset), at most the split's size; "
-                       "'all' (the default) for the whole split")
+    evals.add_argument(
+        "--n",
+        default=None,
+        help="examples per model (a seeded subset), at most the split's size; 'all' (the default) for the whole split",
+    )
     evals.add_argument("--seed", type=int, default=42)
     evals.add_argument("--split", default="test")
     evals.add_argument("--concurrency", type=int, default=None)
-    evals.add_argument("--target", default="heuristic",
-                       help="E5: the registry model the attacker talks to (default: the rule-based defender)")
-    evals.add_argument("--include-tools", choices=["true", "false"], default="true",
-                       help="offer the environment's tools to the model (E2); false = answer from the prompt alone")
-    resume = commands.add_parser("resume", parents=[after], help="continue a killed or failed eval run in its own results folder")
+    evals.add_argument(
+        "--target",
+        default="heuristic",
+        help="E5: the registry model the attacker talks to (default: the rule-based defender)",
+    )
+    evals.add_argument(
+        "--include-tools",
+        choices=["true", "false"],
+        default="true",
+        help="offer the environment's tools to the model (E2); false = answer from the prompt alone",
+    )
+    resume = commands.add_parser(
+        "resume", parents=[after], help="continue a killed or failed eval run in its own results folder"
+    )
     resume.add_argument("run_id")
     runs = commands.add_parser("runs", help="run housekeeping")
-    runs.add_argument("action", choices=["reap"], help="reap: mark runs whose process is gone failed, free their pool slots")
+    runs.add_argument(
+        "action", choices=["reap"], help="reap: mark runs whose process is gone failed, free their pool slots"
+    )
     again = commands.add_parser("rescore", help="re-score stored completions with the current verifier")
     again.add_argument("eval_dir", type=Path)
     again.add_argument("--reward-config", type=Path, default=None)
-    commands.add_parser("check", help="regression gate over the latest evals "
-                                      "(exit 1 on a regression, 3 if some have no baseline)")
+    commands.add_parser(
+        "check", help="regression gate over the latest evals (exit 1 on a regression, 3 if some have no baseline)"
+    )
     baseline = commands.add_parser("baseline", help="record an eval folder as its model's baseline")
     baseline.add_argument("action", choices=["record"])
     baseline.add_argument("eval_dir", type=Path)
@@ -468,8 +557,12 @@ def main(argv: list[str] | None = None) -> int:
     trace.add_argument("--json", action="store_true", help="the full graph, machine-readable")
     trace.add_argument("--run", default=None, help="the materialization this run made (an id prefix is enough)")
     trace.add_argument("--data-version", default=None, help="the materialization with this data version (a prefix)")
-    trace.add_argument("--row", type=int, default=None,
-                       help="ASSET_KEY is a report: trace the table row on this line (as `audit` prints it)")
+    trace.add_argument(
+        "--row",
+        type=int,
+        default=None,
+        help="ASSET_KEY is a report: trace the table row on this line (as `audit` prints it)",
+    )
     audit = commands.add_parser("audit", help="check every number in a report against the files it cites")
     audit.add_argument("report", help="a report's .md (or its .html, or a monthly report's folder)")
     review = commands.add_parser("review", help="record a human spot-check decision on a synthetic batch")
@@ -480,7 +573,9 @@ def main(argv: list[str] | None = None) -> int:
     review.add_argument("--verdict", required=True, choices=["accept", "reject"])
     review.add_argument("--rows", nargs="+", default=[], help="row ids the verdict is about (default: the whole batch)")
     review.add_argument("--note", default="")
-    signoff = commands.add_parser("signoff", parents=[after], help="a human sign-off on a reviewed checkpoint; promotes it when approved")
+    signoff = commands.add_parser(
+        "signoff", parents=[after], help="a human sign-off on a reviewed checkpoint; promotes it when approved"
+    )
     signoff.add_argument("env", choices=sorted(ENVS))
     signoff.add_argument("--reviewer", required=True)
     signoff.add_argument("--verdict", required=True, choices=["approve", "reject"])
@@ -507,13 +602,23 @@ def main(argv: list[str] | None = None) -> int:
         except EvalRequestError as exc:
             print(f"sv-dagster eval: {exc}", file=sys.stderr)
             return 2
-        return run_eval_command(args.env, models, n, args.seed, args.split, args.concurrency,
-                                args.include_tools == "true", args.target, args.verbose)
+        return run_eval_command(
+            args.env,
+            models,
+            n,
+            args.seed,
+            args.split,
+            args.concurrency,
+            args.include_tools == "true",
+            args.target,
+            args.verbose,
+        )
     if args.command == "lineage":
         from sv_dagster.core.lineage import main_lineage
 
-        return main_lineage(args.asset_key, args.partition, args.json, run_id=args.run,
-                            data_version=args.data_version, row=args.row)
+        return main_lineage(
+            args.asset_key, args.partition, args.json, run_id=args.run, data_version=args.data_version, row=args.row
+        )
     if args.command == "audit":
         from sv_dagster.core.audit import main_audit
 

@@ -64,7 +64,12 @@ def build_definitions() -> dg.Definitions:
     eval_keys = [key for assets_def in evals for key in assets_def.keys]
     # Evals of models trained here depend on their checkpoint and may make nothing in a run
     # (no promoted checkpoint yet): nothing else depends on them but their triage.
-    untrained = {eval_asset_key(env, m) for env in envs for m in models.values() if m.checkpoint_asset is None and m.supports(env.short)}
+    untrained = {
+        eval_asset_key(env, m)
+        for env in envs
+        for m in models.values()
+        if m.checkpoint_asset is None and m.supports(env.short)
+    }
     # corpus/<id> for every entry of configs/sources.yaml, dataset/<env>, and their blocking suites.
     data, data_checks = build_data_assets(envs)
     # synthetic/<env> (daily partitions); E5's generator reads defender failures from these
@@ -83,9 +88,16 @@ def build_definitions() -> dg.Definitions:
         *(a for env in envs for a in build_rescore_assets(env, models)),
         *build_report_assets(
             [key for key in eval_keys if key in untrained],
-            [key for a in training for key in a.keys if key.path[0] in ("checkpoint", "ablation") and key.path[-1] != "promoted"],
+            [
+                key
+                for a in training
+                for key in a.keys
+                if key.path[0] in ("checkpoint", "ablation") and key.path[-1] != "promoted"
+            ],
             optional_eval_keys=[key for key in eval_keys if key not in untrained],
-            promoted_keys=[key for a in training for key in a.keys if key.path[0] == "checkpoint" and key.path[-1] == "promoted"],
+            promoted_keys=[
+                key for a in training for key in a.keys if key.path[0] == "checkpoint" and key.path[-1] == "promoted"
+            ],
         ),
         *tournament_assets(),
     ]
@@ -110,8 +122,12 @@ def build_definitions() -> dg.Definitions:
 
     defs = dg.Definitions(
         assets=assets,
-        asset_checks=[*data_checks, *synthetic_checks, *training_checks,
-                      *(c for env in envs for c in build_regression_checks(env, models))],
+        asset_checks=[
+            *data_checks,
+            *synthetic_checks,
+            *training_checks,
+            *(c for env in envs for c in build_regression_checks(env, models)),
+        ],
         jobs=list(jobs.values()),
         schedules=[*program_schedules(jobs), synthetic_schedule(jobs["synthetic_daily"])],
         resources={

@@ -101,7 +101,9 @@ def build_executor(name: str, path: Path | None = None) -> dg.ExecutorDefinition
     config = load_executor_config(name, path)
     missing = [f"{key} (${var})" for key, var in env_references(config) if not os.environ.get(var)]
     if missing:
-        raise ExecutorConfigError(f"{path}: {EXECUTOR_ENV}={name} needs these environment variables set: {', '.join(missing)}")
+        raise ExecutorConfigError(
+            f"{path}: {EXECUTOR_ENV}={name} needs these environment variables set: {', '.join(missing)}"
+        )
     configured = executor.configured(config)
     # Dagster checks executor config only when a run starts; check it now, on an empty job.
     probe = dg.GraphDefinition(name="sv_executor_config_check").to_job(executor_def=configured)

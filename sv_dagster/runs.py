@@ -28,8 +28,12 @@ import dagster as dg
 OWNER_HOST, OWNER_PID, OWNER_START = "sv/owner_host", "sv/owner_pid", "sv/owner_start"
 RESUMES_TAG = "sv/resumes"
 # NOT_STARTED too: a CLI process can die between creating its run and starting it.
-UNFINISHED = [dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING, dg.DagsterRunStatus.STARTED,
-              dg.DagsterRunStatus.CANCELING]
+UNFINISHED = [
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
 FINISHED_STATUSES = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 
 
@@ -88,11 +92,15 @@ def reap_dead_runs(instance: dg.DagsterInstance) -> list[Reaped]:
         if not executed_by_owner(run) or owner_alive(run.tags) is not False:
             continue
         owner = f"pid {run.tags[OWNER_PID]} on {run.tags[OWNER_HOST]}"
-        why = (f"The process that executed this run ({owner}, started at tick {run.tags.get(OWNER_START) or '?'}) "
-               f"is gone; sv-dagster's run monitor marks the run failed and frees its concurrency pool slots. "
-               f"`sv-dagster resume {run.run_id}` continues an eval run.")
+        why = (
+            f"The process that executed this run ({owner}, started at tick {run.tags.get(OWNER_START) or '?'}) "
+            f"is gone; sv-dagster's run monitor marks the run failed and frees its concurrency pool slots. "
+            f"`sv-dagster resume {run.run_id}` continues an eval run."
+        )
         instance.report_engine_event(why, run)
-        instance.report_run_failed(run, message=f"the process that ran it ({owner}) is gone; marked failed by sv-dagster's run monitor")
+        instance.report_run_failed(
+            run, message=f"the process that ran it ({owner}) is gone; marked failed by sv-dagster's run monitor"
+        )
         reaped.append(Reaped(run.run_id, run.job_name, owner))
     storage = instance.event_log_storage
     if storage.supports_global_concurrency_limits:
@@ -109,7 +117,9 @@ def _asset_keys(instance: dg.DagsterInstance, run: dg.DagsterRun) -> set[dg.Asse
     with "__"."""
     if run.asset_selection:
         return set(run.asset_selection)
-    plan = instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id) if run.execution_plan_snapshot_id else None
+    plan = (
+        instance.get_execution_plan_snapshot(run.execution_plan_snapshot_id) if run.execution_plan_snapshot_id else None
+    )
     steps = plan.step_keys_to_execute if plan is not None else []
     return {dg.AssetKey(step.split("__")) for step in steps}
 
@@ -133,13 +143,16 @@ def plan_resume(instance: dg.DagsterInstance, run_id: str, assets: Collection[dg
     if run is None:
         raise RunCommandError(f"no run {run_id} on the instance at {instance.root_directory}")
     # Step keys include asset checks ("eval__e1__x_regression_gate"): only defined assets count.
-    eval_keys = tuple(sorted((k for k in _asset_keys(instance, run) if k.path[0] == "eval" and k in assets),
-                             key=lambda k: k.path))
+    eval_keys = tuple(
+        sorted((k for k in _asset_keys(instance, run) if k.path[0] == "eval" and k in assets), key=lambda k: k.path)
+    )
     if not eval_keys:
         raise RunCommandError(f"run {run_id} ({run.job_name}) materialized no eval asset; only eval runs resume")
     if run.status not in FINISHED_STATUSES:
         owner = f"pid {run.tags.get(OWNER_PID, '?')} on {run.tags.get(OWNER_HOST, '?')}"
-        raise RunCommandError(f"run {run_id} is still {run.status.value} ({owner} is alive); wait for it or stop it first")
+        raise RunCommandError(
+            f"run {run_id} is still {run.status.value} ({owner} is alive); wait for it or stop it first"
+        )
     if run.status == dg.DagsterRunStatus.SUCCESS:
         raise RunCommandError(f"run {run_id} succeeded; there is nothing to resume")
     ops = dict((run.run_config or {}).get("ops") or {})

@@ -21,7 +21,13 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offline_sources: N
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     monkeypatch.delenv("SV_MODEL_REGISTRY", raising=False)
     # Deployment and training choices a developer's shell may hold must not change the tests.
-    for name in ("SV_EXECUTOR", "SV_EXECUTOR_CONFIG", "SV_STAGING_DIR", "SV_TRAINING_PROFILE", "SV_SAFETY_REVIEW_CONFIG"):
+    for name in (
+        "SV_EXECUTOR",
+        "SV_EXECUTOR_CONFIG",
+        "SV_STAGING_DIR",
+        "SV_TRAINING_PROFILE",
+        "SV_SAFETY_REVIEW_CONFIG",
+    ):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
 

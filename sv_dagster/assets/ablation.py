@@ -28,30 +28,52 @@ from sv_dagster.training.config import list_experiments
 
 
 class AblationConfig(dg.Config):
-    experiments: list[str] | None = Field(default=None, description="Experiment names (default: every file in "
-                                          "configs/experiments/<env>/).")
+    experiments: list[str] | None = Field(
+        default=None, description="Experiment names (default: every file in configs/experiments/<env>/)."
+    )
     limit: int | None = Field(default=None, description="Evaluate on N test examples (seeded subset; default all).")
-    overrides: str | None = Field(default=None, description='JSON merged over every variant\'s config, e.g. {"grpo": '
-                                  '{"max_steps": 5}} (the baseline was trained by rlft_<env> with its own).')
+    overrides: str | None = Field(
+        default=None,
+        description='JSON merged over every variant\'s config, e.g. {"grpo": '
+        '{"max_steps": 5}} (the baseline was trained by rlft_<env> with its own).',
+    )
     seed: int = 42
 
 
-def _evaluate(env_short: str, name: str, checkpoint: Path, dataset: Artifact, run_id: str, config: AblationConfig, max_tokens: int):
+def _evaluate(
+    env_short: str, name: str, checkpoint: Path, dataset: Artifact, run_id: str, config: AblationConfig, max_tokens: int
+):
     from sv_dagster.core.evaluation import evaluate
     from sv_dagster.core.local_backend import LocalTransformersBackend
     from sv_dagster.core.registry import ModelSpec, Sampling
 
-    spec = ModelSpec(name=name, backend="local", model=str(checkpoint), max_concurrency=32,
-                     sampling=Sampling(temperature=0.0, max_tokens=max_tokens, seed=0))
+    spec = ModelSpec(
+        name=name,
+        backend="local",
+        model=str(checkpoint),
+        max_concurrency=32,
+        sampling=Sampling(temperature=0.0, max_tokens=max_tokens, seed=0),
+    )
     env = ENVS[env_short]
     counterpart = None
     if env.counterpart_env:
         from sv_dagster.core.backends import make_backend
 
-        counterpart = make_backend(ModelSpec(name="heuristic", backend="heuristic", model="rules-v1"), env.counterpart_env)
-    return evaluate(env, spec, LocalTransformersBackend(spec, checkpoint), dataset_path=Path(dataset.files["test"]),
-                    outputs_root=outputs_root(), run_id=run_id, limit=config.limit, seed=config.seed,
-                    dataset_info={"split": "test", "sample": bool(dataset.facts.get("sample"))}, counterpart=counterpart)
+        counterpart = make_backend(
+            ModelSpec(name="heuristic", backend="heuristic", model="rules-v1"), env.counterpart_env
+        )
+    return evaluate(
+        env,
+        spec,
+        LocalTransformersBackend(spec, checkpoint),
+        dataset_path=Path(dataset.files["test"]),
+        outputs_root=outputs_root(),
+        run_id=run_id,
+        limit=config.limit,
+        seed=config.seed,
+        dataset_info={"split": "test", "sample": bool(dataset.facts.get("sample"))},
+        counterpart=counterpart,
+    )
 
 
 def build_ablation_asset(env_short: str) -> dg.AssetsDefinition:
@@ -73,9 +95,17 @@ def build_ablation_asset(env_short: str) -> dg.AssetsDefinition:
         "baseline's own starting point and evaluated with it on the same test examples; paired deltas with CIs and "
         "p-values, and what each variant cost.",
     )
-    def ablation(context: dg.AssetExecutionContext, config: AblationConfig, dataset: Artifact, sft_data: Artifact,
-                 base: Artifact, sft: Artifact, baseline: Artifact, launcher: PipesLauncher,
-                 tracking: ExperimentTracking) -> Artifact:
+    def ablation(
+        context: dg.AssetExecutionContext,
+        config: AblationConfig,
+        dataset: Artifact,
+        sft_data: Artifact,
+        base: Artifact,
+        sft: Artifact,
+        baseline: Artifact,
+        launcher: PipesLauncher,
+        tracking: ExperimentTracking,
+    ) -> Artifact:
         from sv_dagster.core.runner import read_results
         from sv_dagster.training.ablation import (
             VariantResult,
@@ -92,12 +122,21 @@ def build_ablation_asset(env_short: str) -> dg.AssetsDefinition:
             raise dg.Failure(f"no experiments under configs/experiments/{env_short}/")
         default = resolve_config(env_short, TrainingRunConfig(overrides=config.overrides))
         # Every experiment's config is checked before any training starts.
-        variants_cfg = {name: resolve_config(env_short, TrainingRunConfig(experiment=name, overrides=config.overrides))
-                        for name in names}
+        variants_cfg = {
+            name: resolve_config(env_short, TrainingRunConfig(experiment=name, overrides=config.overrides))
+            for name in names
+        }
         out = artifact_dir(context, "ablations", env_short)
         tokens = default.eval_max_tokens
-        base_eval = _evaluate(env_short, f"ablation-{env_short}-baseline", Path(baseline.files["model"]), dataset,
-                              f"{context.run_id}-baseline", config, tokens)
+        base_eval = _evaluate(
+            env_short,
+            f"ablation-{env_short}-baseline",
+            Path(baseline.files["model"]),
+            dataset,
+            f"{context.run_id}-baseline",
+            config,
+            tokens,
+        )
         base_rows = read_results(base_eval.results_path)
         variants: list[VariantResult] = []
         for name, variant in variants_cfg.items():
@@ -106,34 +145,75 @@ def build_ablation_asset(env_short: str) -> dg.AssetsDefinition:
             start = Path(sft.files["model"])
             if retrains_sft(default, variant):
                 rows_path = out / f"{name}-sft.jsonl"
-                examples = build_examples(env_short, load_tasks(ENVS[env_short], Path(sft_data.files["tasks"])),
-                                          variant=variant.sft_variant, seed=variant.seed,
-                                          context={"fix_pairs": read_rows(Path(dataset.files["fix_pairs"]))} if "fix_pairs" in dataset.files else {})
+                examples = build_examples(
+                    env_short,
+                    load_tasks(ENVS[env_short], Path(sft_data.files["tasks"])),
+                    variant=variant.sft_variant,
+                    seed=variant.seed,
+                    context={"fix_pairs": read_rows(Path(dataset.files["fix_pairs"]))}
+                    if "fix_pairs" in dataset.files
+                    else {},
+                )
                 write_rows(rows_path, (e.sft_row() for e in examples))
                 sft_out = checkpoint_dir(context, model, f"ablation-{name}-sft")
-                record = run_training_stage(context, stage="sft", env_short=env_short, config=variant, out=sft_out,
-                                            model_dir=str(base.files["model"]), data={"train": str(rows_path)},
-                                            reward_configs={}, launcher=launcher, tracking=tracking, resume=True)
+                record = run_training_stage(
+                    context,
+                    stage="sft",
+                    env_short=env_short,
+                    config=variant,
+                    out=sft_out,
+                    model_dir=str(base.files["model"]),
+                    data={"train": str(rows_path)},
+                    reward_configs={},
+                    launcher=launcher,
+                    tracking=tracking,
+                    resume=True,
+                )
                 wall, cpu, gpu = record["wall_seconds"], record["cpu_hours"], record["gpu_hours"]
                 start = sft_out
             grpo_out = checkpoint_dir(context, model, f"ablation-{name}")
             record = run_training_stage(
-                context, stage="grpo", env_short=env_short, config=variant, out=grpo_out, model_dir=str(start),
+                context,
+                stage="grpo",
+                env_short=env_short,
+                config=variant,
+                out=grpo_out,
+                model_dir=str(start),
                 data={"train": str(sft_data.files["grpo"]), f"tasks/{env_short}": str(sft_data.files["tasks"])},
-                reward_configs=_reward_configs([env_short], variant, grpo_out.parent), launcher=launcher,
-                tracking=tracking, resume=True,
+                reward_configs=_reward_configs([env_short], variant, grpo_out.parent),
+                launcher=launcher,
+                tracking=tracking,
+                resume=True,
             )
-            run = _evaluate(env_short, f"ablation-{env_short}-{name}", grpo_out, dataset, f"{context.run_id}-{name}", config, tokens)
-            variants.append(VariantResult(
-                experiment=name, description=variant.description, changes=changed_fields(default, variant),
-                checkpoint=str(grpo_out), eval_dir=str(run.run_dir), wall_seconds=wall + record["wall_seconds"],
-                cpu_hours=cpu + record["cpu_hours"], gpu_hours=gpu + record["gpu_hours"],
-                deltas=paired_deltas(base_rows, read_results(run.results_path)),
-            ))
-            context.log.info(f"{env_short}/{name}: " + ", ".join(f"{d['metric']} {d['delta']:+.3f} (p={d['p_value']:.2g})"
-                                                                  for d in variants[-1].deltas))
-        summary = {"env": env_short, "baseline": {"checkpoint": str(baseline.files["model"]), "eval_dir": str(base_eval.run_dir),
-                                                   "summary": base_eval.summary}, "variants": as_dicts(variants)}
+            run = _evaluate(
+                env_short, f"ablation-{env_short}-{name}", grpo_out, dataset, f"{context.run_id}-{name}", config, tokens
+            )
+            variants.append(
+                VariantResult(
+                    experiment=name,
+                    description=variant.description,
+                    changes=changed_fields(default, variant),
+                    checkpoint=str(grpo_out),
+                    eval_dir=str(run.run_dir),
+                    wall_seconds=wall + record["wall_seconds"],
+                    cpu_hours=cpu + record["cpu_hours"],
+                    gpu_hours=gpu + record["gpu_hours"],
+                    deltas=paired_deltas(base_rows, read_results(run.results_path)),
+                )
+            )
+            context.log.info(
+                f"{env_short}/{name}: "
+                + ", ".join(f"{d['metric']} {d['delta']:+.3f} (p={d['p_value']:.2g})" for d in variants[-1].deltas)
+            )
+        summary = {
+            "env": env_short,
+            "baseline": {
+                "checkpoint": str(baseline.files["model"]),
+                "eval_dir": str(base_eval.run_dir),
+                "summary": base_eval.summary,
+            },
+            "variants": as_dicts(variants),
+        }
         write_json(out / "ablations.json", summary)
         markdown = report_markdown(env_short, summary["baseline"], variants)
         (out / "ablations.md").write_text(markdown, encoding="utf-8")
@@ -141,12 +221,22 @@ def build_ablation_asset(env_short: str) -> dg.AssetsDefinition:
             path=out,
             config=config.model_dump(),
             seed=config.seed,
-            facts={"experiments": names, "baseline_checkpoint": str(baseline.files["model"]), "env": env_short,
-                   "base_model": default.model.base,
-                   "cpu_hours": sum(v.cpu_hours for v in variants), "gpu_hours": sum(v.gpu_hours for v in variants),
-                   "wall_seconds": sum(v.wall_seconds for v in variants), "sample": bool(dataset.facts.get("sample"))},
-            metadata={"report": dg.MetadataValue.md(markdown), "cpu_hours": sum(v.cpu_hours for v in variants),
-                      "gpu_hours": sum(v.gpu_hours for v in variants), "wall_seconds": sum(v.wall_seconds for v in variants)},
+            facts={
+                "experiments": names,
+                "baseline_checkpoint": str(baseline.files["model"]),
+                "env": env_short,
+                "base_model": default.model.base,
+                "cpu_hours": sum(v.cpu_hours for v in variants),
+                "gpu_hours": sum(v.gpu_hours for v in variants),
+                "wall_seconds": sum(v.wall_seconds for v in variants),
+                "sample": bool(dataset.facts.get("sample")),
+            },
+            metadata={
+                "report": dg.MetadataValue.md(markdown),
+                "cpu_hours": sum(v.cpu_hours for v in variants),
+                "gpu_hours": sum(v.gpu_hours for v in variants),
+                "wall_seconds": sum(v.wall_seconds for v in variants),
+            },
             files={"report": out / "ablations.md", "json": out / "ablations.json"},
         )
 
@@ -165,5 +255,6 @@ def ablation_jobs() -> list[dg.UnresolvedAssetJobDefinition]:
             tags={"sv/env": env, "sv/program": "ablation"},
             description=f"Train and evaluate every {env} experiment against the {env} stage-1 baseline (run rlft_{env} first).",
         )
-        for env in catalog.training_envs() if list_experiments(env)
+        for env in catalog.training_envs()
+        if list_experiments(env)
     ]

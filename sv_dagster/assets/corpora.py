@@ -28,9 +28,11 @@ class CorpusConfig(dg.Config):
         default=None,
         description='"sample" (bundled, offline), "online" (the registry\'s loader), "hf:<repo>[@rev]", an '
         "http(s) URL, a local .parquet/.jsonl/.json/.csv/.zip/folder path, or split=path,... "
-        "Unset: $SV_SOURCE_<ID>, then $SV_CORPORA, then \"sample\".",
+        'Unset: $SV_SOURCE_<ID>, then $SV_CORPORA, then "sample".',
     )
-    revision: str | None = Field(default=None, description="Dataset revision for online mode (default: the registry's).")
+    revision: str | None = Field(
+        default=None, description="Dataset revision for online mode (default: the registry's)."
+    )
     max_rows: int | None = Field(default=None, description="Keep only the first N rows.")
 
 
@@ -45,13 +47,17 @@ def write_table(frame: pd.DataFrame, path) -> None:
                 pa.array(frame[column])
             except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
                 frame[column] = frame[column].map(
-                    lambda v: None if v is None or (isinstance(v, float) and v != v) else json.dumps(v, default=str))
+                    lambda v: None if v is None or (isinstance(v, float) and v != v) else json.dumps(v, default=str)
+                )
         frame.to_parquet(path, index=False)
 
 
 def build_corpus_asset(spec: SourceSpec) -> dg.AssetsDefinition:
-    online = {"hf": f"Hugging Face {spec.repo}", "url": "download from " + ", ".join(spec.urls.values()),
-              "local": "a local copy only (no public download)"}[spec.loader]
+    online = {
+        "hf": f"Hugging Face {spec.repo}",
+        "url": "download from " + ", ".join(spec.urls.values()),
+        "local": "a local copy only (no public download)",
+    }[spec.loader]
 
     @provenance_asset(
         key=["corpus", spec.id],
@@ -73,10 +79,19 @@ def build_corpus_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         write_table(loaded.frame, rows)
         info = loaded.info
         facts = {
-            "source_id": spec.id, "location": info.location, "chosen_by": info.chosen_by, "revision": info.revision,
-            "license": info.license, "sample": info.sample, "loader": info.loader, "loader_version": info.loader_version,
-            "row_count": len(loaded.frame), "n_malformed": loaded.n_malformed, "malformed_examples": loaded.malformed[:20],
-            "files": list(info.files), "registry": spec.describe(),
+            "source_id": spec.id,
+            "location": info.location,
+            "chosen_by": info.chosen_by,
+            "revision": info.revision,
+            "license": info.license,
+            "sample": info.sample,
+            "loader": info.loader,
+            "loader_version": info.loader_version,
+            "row_count": len(loaded.frame),
+            "n_malformed": loaded.n_malformed,
+            "malformed_examples": loaded.malformed[:20],
+            "files": list(info.files),
+            "registry": spec.describe(),
         }
         write_json(out / "metadata.json", facts)  # no timestamp in the file: same data, same hash
         facts["fetched_at"] = datetime.now(UTC).isoformat()
@@ -88,10 +103,16 @@ def build_corpus_asset(spec: SourceSpec) -> dg.AssetsDefinition:
             context.log.warning(f"corpus/{spec.id}: {loaded.n_malformed} malformed rows in all (see metadata.json)")
         label_column = spec.label.column if spec.label and spec.label.column in loaded.frame.columns else None
         metadata = {
-            "sample": info.sample, "source_id": spec.id, "location": info.location, "revision": str(info.revision),
-            "license": info.license, "row_count": len(loaded.frame), "n_malformed": loaded.n_malformed,
+            "sample": info.sample,
+            "source_id": spec.id,
+            "location": info.location,
+            "revision": str(info.revision),
+            "license": info.license,
+            "row_count": len(loaded.frame),
+            "n_malformed": loaded.n_malformed,
             "malformed_examples": dg.MetadataValue.md("\n".join(f"- `{r}`" for r in loaded.malformed[:5]) or "none"),
-            "loader_version": info.loader_version, "fetched_at": facts["fetched_at"],
+            "loader_version": info.loader_version,
+            "fetched_at": facts["fetched_at"],
         }
         if label_column:
             counts = loaded.frame[label_column].astype(str).value_counts().head(20)
@@ -101,8 +122,13 @@ def build_corpus_asset(spec: SourceSpec) -> dg.AssetsDefinition:
             files["flows"] = rows  # the name E1's first corpus asset used
         return Artifact(
             path=out,
-            config={"source": location.describe() if not location.sample else "sample", "chosen_by": location.chosen_by,
-                    "revision": config.revision, "max_rows": config.max_rows, "registry": spec.describe()},
+            config={
+                "source": location.describe() if not location.sample else "sample",
+                "chosen_by": location.chosen_by,
+                "revision": config.revision,
+                "max_rows": config.max_rows,
+                "registry": spec.describe(),
+            },
             facts=facts,
             metadata=metadata,
             files=files,

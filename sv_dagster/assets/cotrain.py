@@ -45,10 +45,14 @@ def cycle_key(env: EnvSpec, cycle: int) -> str:
 
 def build_attacker_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.AssetsDefinition:
     a = attack.short
+
     @provenance_asset(
         key=_key(cycle_key(attack, cycle)),
-        ins={"start": dg.AssetIn(key=_key(cycle_key(attack, cycle - 1))), "defender": dg.AssetIn(key=_key(cycle_key(defense, cycle - 1))),
-             "sft_data": dg.AssetIn(key=["sft_data", a])},
+        ins={
+            "start": dg.AssetIn(key=_key(cycle_key(attack, cycle - 1))),
+            "defender": dg.AssetIn(key=_key(cycle_key(defense, cycle - 1))),
+            "sft_data": dg.AssetIn(key=["sft_data", a]),
+        },
         group_name="training",
         kinds=TRAINING_KINDS,
         pool="gpu",
@@ -57,27 +61,53 @@ def build_attacker_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.As
         description=f"Co-training cycle {cycle}, attacker: GRPO on {a.upper()} whose reward plays every sampled attack "
         f"against the cycle-{cycle - 1} defender checkpoint.",
     )
-    def attacker(context: dg.AssetExecutionContext, config: TrainingRunConfig, start: Artifact, defender: Artifact,
-                 sft_data: Artifact, launcher: PipesLauncher, tracking: ExperimentTracking) -> Artifact:
+    def attacker(
+        context: dg.AssetExecutionContext,
+        config: TrainingRunConfig,
+        start: Artifact,
+        defender: Artifact,
+        sft_data: Artifact,
+        launcher: PipesLauncher,
+        tracking: ExperimentTracking,
+    ) -> Artifact:
         training = resolve_config(a, config)
-        training = training.model_copy(update={"grpo": training.grpo.model_copy(update={"max_steps": training.cotrain.attacker_steps})})
+        training = training.model_copy(
+            update={"grpo": training.grpo.model_copy(update={"max_steps": training.cotrain.attacker_steps})}
+        )
         out = checkpoint_dir(context, f"{training.model.name}-{a}", f"cotrain_{cycle}")
         record = run_training_stage(
-            context, stage="grpo", env_short=a, config=training, out=out, model_dir=str(start.files["model"]),
+            context,
+            stage="grpo",
+            env_short=a,
+            config=training,
+            out=out,
+            model_dir=str(start.files["model"]),
             data={"train": str(sft_data.files["grpo"]), f"tasks/{a}": str(sft_data.files["tasks"])},
-            reward_configs=_reward_configs([a], training, out.parent), launcher=launcher, tracking=tracking,
-            resume=config.resume, counterpart_dir=str(defender.files["model"]),
+            reward_configs=_reward_configs([a], training, out.parent),
+            launcher=launcher,
+            tracking=tracking,
+            resume=config.resume,
+            counterpart_dir=str(defender.files["model"]),
         )
-        artifact = _checkpoint_artifact(training, out, record, stage=f"cotrain_{cycle}", env_label=a,
-                                        registry_model=catalog.cotrain_model_name(training, a, cycle),
-                                        sample=bool(sft_data.facts.get("sample")))
-        return Artifact(**{**artifact.__dict__, "facts": {**artifact.facts, "target_checkpoint": str(defender.files["model"])}})
+        artifact = _checkpoint_artifact(
+            training,
+            out,
+            record,
+            stage=f"cotrain_{cycle}",
+            env_label=a,
+            registry_model=catalog.cotrain_model_name(training, a, cycle),
+            sample=bool(sft_data.facts.get("sample")),
+        )
+        return Artifact(
+            **{**artifact.__dict__, "facts": {**artifact.facts, "target_checkpoint": str(defender.files["model"])}}
+        )
 
     return attacker
 
 
-def _successful_attacks(attack: EnvSpec, attacker: Path, defender: Path, behaviors: Path,
-                        run_id: str) -> tuple[list[str], dict[str, Any]]:
+def _successful_attacks(
+    attack: EnvSpec, attacker: Path, defender: Path, behaviors: Path, run_id: str
+) -> tuple[list[str], dict[str, Any]]:
     """Play the attacker against the defender on the attack environment's behaviors; the
     successful attacks come back in memory (the stored eval rows hold them only as hashes)."""
     from sv_dagster.core.evaluation import evaluate
@@ -85,8 +115,13 @@ def _successful_attacks(attack: EnvSpec, attacker: Path, defender: Path, behavio
     from sv_dagster.core.registry import ModelSpec, Sampling
 
     def spec(name: str, path: Path) -> ModelSpec:
-        return ModelSpec(name=name, backend="local", model=str(path), max_concurrency=32,
-                         sampling=Sampling(temperature=0.0, max_tokens=96, seed=0))
+        return ModelSpec(
+            name=name,
+            backend="local",
+            model=str(path),
+            max_concurrency=32,
+            sampling=Sampling(temperature=0.0, max_tokens=96, seed=0),
+        )
 
     attacks: list[str] = []
 
@@ -96,14 +131,23 @@ def _successful_attacks(attack: EnvSpec, attacker: Path, defender: Path, behavio
             attacks.append(text)
 
     run = evaluate(
-        attack, spec("cotrain-attacker", attacker), LocalTransformersBackend(spec("cotrain-attacker", attacker), attacker),
-        dataset_path=behaviors, outputs_root=outputs_root(), run_id=run_id, concurrency=32,
+        attack,
+        spec("cotrain-attacker", attacker),
+        LocalTransformersBackend(spec("cotrain-attacker", attacker), attacker),
+        dataset_path=behaviors,
+        outputs_root=outputs_root(),
+        run_id=run_id,
+        concurrency=32,
         counterpart=LocalTransformersBackend(spec("cotrain-defender", defender), defender),
-        counterpart_model=spec("cotrain-defender", defender), dataset_info={"sample": True, "cotrain": True},
+        counterpart_model=spec("cotrain-defender", defender),
+        dataset_info={"sample": True, "cotrain": True},
         observe=observe,
     )
-    return attacks, {"attack_eval": str(run.run_dir), "attack_success_rate": run.summary.get("attack_success_rate"),
-                     "n_behaviors": run.summary["n_examples"]}
+    return attacks, {
+        "attack_eval": str(run.run_dir),
+        "attack_success_rate": run.summary.get("attack_success_rate"),
+        "n_behaviors": run.summary["n_examples"],
+    }
 
 
 def build_defender_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.AssetsDefinition:
@@ -111,8 +155,12 @@ def build_defender_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.As
 
     @provenance_asset(
         key=_key(cycle_key(defense, cycle)),
-        ins={"start": dg.AssetIn(key=_key(cycle_key(defense, cycle - 1))), "attacker": dg.AssetIn(key=_key(cycle_key(attack, cycle))),
-             "sft_data": dg.AssetIn(key=["sft_data", d]), "behaviors": dg.AssetIn(key=["dataset", a])},
+        ins={
+            "start": dg.AssetIn(key=_key(cycle_key(defense, cycle - 1))),
+            "attacker": dg.AssetIn(key=_key(cycle_key(attack, cycle))),
+            "sft_data": dg.AssetIn(key=["sft_data", d]),
+            "behaviors": dg.AssetIn(key=["dataset", a]),
+        },
         group_name="training",
         kinds=TRAINING_KINDS,
         pool="gpu",
@@ -122,41 +170,97 @@ def build_defender_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.As
         f"defender; the attacks that succeed become refusal probes for the defender's GRPO beside {d.upper()}'s "
         "conversations.",
     )
-    def defender(context: dg.AssetExecutionContext, config: TrainingRunConfig, start: Artifact, attacker: Artifact,
-                 sft_data: Artifact, behaviors: Artifact, launcher: PipesLauncher, tracking: ExperimentTracking) -> Artifact:
+    def defender(
+        context: dg.AssetExecutionContext,
+        config: TrainingRunConfig,
+        start: Artifact,
+        attacker: Artifact,
+        sft_data: Artifact,
+        behaviors: Artifact,
+        launcher: PipesLauncher,
+        tracking: ExperimentTracking,
+    ) -> Artifact:
         from sv_dagster.training.sft_data import read_rows, write_rows
 
         training = resolve_config(d, config)
-        training = training.model_copy(update={"grpo": training.grpo.model_copy(update={"max_steps": training.cotrain.defender_steps})})
-        attacks, attack_facts = _successful_attacks(attack, Path(attacker.files["model"]), Path(start.files["model"]),
-                                                    Path(behaviors.files["test"]), f"{context.run_id}-cotrain-{cycle}")
+        training = training.model_copy(
+            update={"grpo": training.grpo.model_copy(update={"max_steps": training.cotrain.defender_steps})}
+        )
+        attacks, attack_facts = _successful_attacks(
+            attack,
+            Path(attacker.files["model"]),
+            Path(start.files["model"]),
+            Path(behaviors.files["test"]),
+            f"{context.run_id}-cotrain-{cycle}",
+        )
         context.log.info(f"cycle {cycle}: {len(attacks)} successful attack(s) become defender probes")
         out = checkpoint_dir(context, f"{training.model.name}-{d}", f"cotrain_{cycle}")
         with tempfile.TemporaryDirectory(prefix="sv-cotrain-") as scratch:  # attack texts never enter the outputs
-            probes = [attack_probe_row(f"cotrain-{cycle}-attack-{i:03d}", text, f"cotrain_{cycle}") for i, text in enumerate(attacks)]
+            probes = [
+                attack_probe_row(f"cotrain-{cycle}-attack-{i:03d}", text, f"cotrain_{cycle}")
+                for i, text in enumerate(attacks)
+            ]
             tasks = Path(scratch) / "tasks.jsonl"
-            tasks.write_text(Path(sft_data.files["tasks"]).read_text(encoding="utf-8")
-                             + "".join(json.dumps(row) + "\n" for row in probes), encoding="utf-8")
+            tasks.write_text(
+                Path(sft_data.files["tasks"]).read_text(encoding="utf-8")
+                + "".join(json.dumps(row) + "\n" for row in probes),
+                encoding="utf-8",
+            )
             rows = read_rows(Path(sft_data.files["grpo"])) + [
-                {"prompt": [{"role": "system", "content": defense.system_prompt}, {"role": "user", "content": row["question"]}],
-                 "turns_before": [], "task_key": row["id"], "env": d, "difficulty": 2, "source": f"cotrain_{cycle}"}
+                {
+                    "prompt": [
+                        {"role": "system", "content": defense.system_prompt},
+                        {"role": "user", "content": row["question"]},
+                    ],
+                    "turns_before": [],
+                    "task_key": row["id"],
+                    "env": d,
+                    "difficulty": 2,
+                    "source": f"cotrain_{cycle}",
+                }
                 for row in probes
             ]
             grpo = Path(scratch) / "grpo.jsonl"
             write_rows(grpo, rows)
             record = run_training_stage(
-                context, stage="grpo", env_short=d, config=training, out=out, model_dir=str(start.files["model"]),
-                data={"train": str(grpo), f"tasks/{d}": str(tasks)}, reward_configs=_reward_configs([d], training, out.parent),
-                launcher=launcher, tracking=tracking, resume=config.resume,
+                context,
+                stage="grpo",
+                env_short=d,
+                config=training,
+                out=out,
+                model_dir=str(start.files["model"]),
+                data={"train": str(grpo), f"tasks/{d}": str(tasks)},
+                reward_configs=_reward_configs([d], training, out.parent),
+                launcher=launcher,
+                tracking=tracking,
+                resume=config.resume,
             )
-        artifact = _checkpoint_artifact(training, out, record, stage=f"cotrain_{cycle}", env_label=d,
-                                        registry_model=catalog.cotrain_model_name(training, d, cycle),
-                                        sample=bool(sft_data.facts.get("sample")))
+        artifact = _checkpoint_artifact(
+            training,
+            out,
+            record,
+            stage=f"cotrain_{cycle}",
+            env_label=d,
+            registry_model=catalog.cotrain_model_name(training, d, cycle),
+            sample=bool(sft_data.facts.get("sample")),
+        )
         digest = hashlib.sha256(json.dumps(attacks).encode()).hexdigest()
-        return Artifact(**{**artifact.__dict__,
-                           "facts": {**artifact.facts, **attack_facts, "probes_from_attacks": len(attacks), "attacks_sha256": digest},
-                           "metadata": {**artifact.metadata, "probes_from_attacks": len(attacks),
-                                        "attacker_success_rate": attack_facts["attack_success_rate"]}})
+        return Artifact(
+            **{
+                **artifact.__dict__,
+                "facts": {
+                    **artifact.facts,
+                    **attack_facts,
+                    "probes_from_attacks": len(attacks),
+                    "attacks_sha256": digest,
+                },
+                "metadata": {
+                    **artifact.metadata,
+                    "probes_from_attacks": len(attacks),
+                    "attacker_success_rate": attack_facts["attack_success_rate"],
+                },
+            }
+        )
 
     return defender
 
@@ -167,6 +271,9 @@ def cotrain_assets() -> list[dg.AssetsDefinition]:
     assets = []
     for attack, defense in catalog.cotrain_pairs():
         cycles = catalog.training_config(attack.short).cotrain.cycles
-        assets += [asset for k in range(1, cycles + 1)
-                   for asset in (build_attacker_asset(attack, defense, k), build_defender_asset(attack, defense, k))]
+        assets += [
+            asset
+            for k in range(1, cycles + 1)
+            for asset in (build_attacker_asset(attack, defense, k), build_defender_asset(attack, defense, k))
+        ]
     return assets

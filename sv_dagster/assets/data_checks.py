@@ -60,8 +60,14 @@ def build_corpus_check(spec: SourceSpec) -> dg.AssetChecksDefinition:
         folder = _latest_dir(context, key)
         facts = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
         frame = pd.read_parquet(folder / "rows.parquet")
-        return check_result(corpus_suite(spec, frame, n_malformed=int(facts.get("n_malformed", 0)),
-                                         malformed_examples=list(facts.get("malformed_examples") or [])))
+        return check_result(
+            corpus_suite(
+                spec,
+                frame,
+                n_malformed=int(facts.get("n_malformed", 0)),
+                malformed_examples=list(facts.get("malformed_examples") or []),
+            )
+        )
 
     return corpus_check
 

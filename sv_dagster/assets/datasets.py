@@ -31,7 +31,7 @@ class DatasetConfig(dg.Config):
 _TEST_SPLIT = {
     "corpora": "test = the corpus rows in the test hash bucket",
     "bundled": "test = the environment package's bundled task set (what the demo, vf-eval and the regression "
-               "baselines score); corpus rows fill train/dev, and those in the test bucket are `corpus_test`",
+    "baselines score); corpus rows fill train/dev, and those in the test bucket are `corpus_test`",
 }
 
 
@@ -48,26 +48,39 @@ def build_dataset_asset(env: EnvSpec, sources: list[SourceSpec]) -> dg.AssetsDef
         description=f"{env.env_id}: {', '.join(spec.id for spec in sources)} normalised to the environment's schema, "
         "de-duplicated (content hash and normalised text), split by stable hash "
         f"({_TEST_SPLIT[corpus_spec.test_sources[0]]})"
-        + (f"; {', '.join(ood)} kept apart as the `ood` split" if ood else "") + "."
+        + (f"; {', '.join(ood)} kept apart as the `ood` split" if ood else "")
+        + "."
         + (f" {corpus_spec.note}" if corpus_spec.note else "")
         + " Rows are labelled sample: true when any input is a sample.",
     )
     def dataset(context: dg.AssetExecutionContext, config: DatasetConfig, **corpora: Artifact) -> Artifact:
         try:  # a bad config fails before any work
-            test_source = check_config(env.short, dev_frac=config.dev_frac, test_frac=config.test_frac,
-                                       test_source=config.test_source)
+            test_source = check_config(
+                env.short, dev_frac=config.dev_frac, test_frac=config.test_frac, test_source=config.test_source
+            )
         except DatasetConfigError as exc:
             raise dg.Failure(description=str(exc)) from exc
         inputs = [
-            CorpusInput(spec, pd.read_parquet(corpora[spec.id].files["rows"]), bool(corpora[spec.id].facts.get("sample")))
+            CorpusInput(
+                spec, pd.read_parquet(corpora[spec.id].files["rows"]), bool(corpora[spec.id].facts.get("sample"))
+            )
             for spec in sources
         ]
         out = artifact_dir(context, "datasets", env.short)
-        build = build_dataset(env.short, inputs, out, env_package=env.package, dev_frac=config.dev_frac,
-                              test_frac=config.test_frac, test_source=test_source)
+        build = build_dataset(
+            env.short,
+            inputs,
+            out,
+            env_package=env.package,
+            dev_frac=config.dev_frac,
+            test_frac=config.test_frac,
+            test_source=test_source,
+        )
         write_json(out / "metadata.json", build.report)
         for reject in build.rejects[:20]:
-            context.log.warning(f"dataset/{env.short}: {reject['source']} row {reject['ref']} left out: {reject['reason']}")
+            context.log.warning(
+                f"dataset/{env.short}: {reject['source']} row {reject['ref']} left out: {reject['reason']}"
+            )
         if len(build.rejects) > 20:
             context.log.warning(f"dataset/{env.short}: {len(build.rejects)} rows left out in all (rejects.jsonl)")
         report = build.report

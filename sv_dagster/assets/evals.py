@@ -20,17 +20,25 @@ from sv_dagster.resources import ModelRegistry, PipesLauncher
 if TYPE_CHECKING:
     from sv_dagster.core.evaluation import EvalRun  # imports the model clients: only when an eval runs
 
+
 def headline_metrics(env: EnvSpec) -> tuple[str, ...]:
     return (*(key for _, key in env.columns), "mean_reward", "n_errors")
 
 
 class EvalConfig(dg.Config):
     split: str = Field(default="test", description="Dataset split to evaluate: train, dev or test.")
-    limit: int | None = Field(default=None, description="Evaluate N examples, drawn by a shuffle under `seed`; "
-                              "more than the split holds is an error unless `cap_limit`.")
+    limit: int | None = Field(
+        default=None,
+        description="Evaluate N examples, drawn by a shuffle under `seed`; "
+        "more than the split holds is an error unless `cap_limit`.",
+    )
     cap_limit: bool = Field(default=False, description="Take `limit` as a cap: a smaller split is evaluated whole.")
-    concurrency: int | None = Field(default=None, description="Parallel requests (default: the model's max_concurrency).")
-    reward_config: str | None = Field(default=None, description="Reward TOML (default: the environment's packaged one).")
+    concurrency: int | None = Field(
+        default=None, description="Parallel requests (default: the model's max_concurrency)."
+    )
+    reward_config: str | None = Field(
+        default=None, description="Reward TOML (default: the environment's packaged one)."
+    )
     use_cache: bool = Field(
         default=True,
         description="Answer repeated requests (same model, messages, sampling, seed) from the response "
@@ -41,7 +49,9 @@ class EvalConfig(dg.Config):
         description="Continue that run's eval folder, skipping finished examples. Dagster re-execution "
         "of a run does this by itself (it continues the root run's folder).",
     )
-    seed: int = Field(default=42, description="Selects the example subset when `limit` is set; one seed, one subset for every model.")
+    seed: int = Field(
+        default=42, description="Selects the example subset when `limit` is set; one seed, one subset for every model."
+    )
     target_model: str = Field(
         default="heuristic",
         description="Dialogue environments with a model on the other side (E5's target): the registry model "
@@ -63,9 +73,18 @@ def eval_asset_key(env: EnvSpec, model: ModelSpec) -> dg.AssetKey:
     return dg.AssetKey(["eval", env.short, model.key])
 
 
-def run_external_eval(context: dg.AssetExecutionContext, launcher: PipesLauncher, env: EnvSpec, model: ModelSpec,
-                      target: ModelSpec | None, checkpoint: Path | None, use_cache: bool, models: ModelRegistry,
-                      arguments: dict, total: int | None = None) -> EvalRun:
+def run_external_eval(
+    context: dg.AssetExecutionContext,
+    launcher: PipesLauncher,
+    env: EnvSpec,
+    model: ModelSpec,
+    target: ModelSpec | None,
+    checkpoint: Path | None,
+    use_cache: bool,
+    models: ModelRegistry,
+    arguments: dict,
+    total: int | None = None,
+) -> EvalRun:
     """Write the eval's spec, launch `python -m sv_dagster.core.eval_entry` through Pipes, read
     the eval folder it reports. `total`: the examples it will run, for its progress lines."""
     import json
@@ -74,15 +93,21 @@ def run_external_eval(context: dg.AssetExecutionContext, launcher: PipesLauncher
 
     run_dir = eval_dir(arguments["outputs_root"], env, model.name, arguments["run_id"])
     spec = {
-        "env": env.short, "model": model.name, "registry": models.registry_path, "checkpoint": str(checkpoint) if checkpoint else None,
-        "target_model": target.name if target else None, "use_cache": use_cache, "total": total,
+        "env": env.short,
+        "model": model.name,
+        "registry": models.registry_path,
+        "checkpoint": str(checkpoint) if checkpoint else None,
+        "target_model": target.name if target else None,
+        "use_cache": use_cache,
+        "total": total,
         **{k: (str(v) if isinstance(v, Path) else v) for k, v in arguments.items()},
     }
     spec_path = run_dir.with_name(run_dir.name + ".spec.json")
     spec_path.parent.mkdir(parents=True, exist_ok=True)
     spec_path.write_text(json.dumps(spec, indent=2, sort_keys=True), encoding="utf-8")
-    invocation = launcher.launch(context, str(spec_path), {}, module="sv_dagster.core.eval_entry",
-                                 gpu=model.backend == "local")
+    invocation = launcher.launch(
+        context, str(spec_path), {}, module="sv_dagster.core.eval_entry", gpu=model.backend == "local"
+    )
     reported = [m for m in invocation.get_custom_messages() if isinstance(m, dict) and m.get("kind") == "eval"]
     if not reported:
         raise dg.Failure(f"the external eval of {model.name} ended without reporting its folder ({run_dir})")
@@ -100,16 +125,23 @@ def trained_checkpoint(context: dg.AssetExecutionContext, model: ModelSpec) -> P
         return None
     if key.path[0] == "safety_review":
         record = context.instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(key, "automated_review"))
-        evaluation = record.event.dagster_event.event_specific_data if record and record.event and record.event.dagster_event else None
+        evaluation = (
+            record.event.dagster_event.event_specific_data
+            if record and record.event and record.event.dagster_event
+            else None
+        )
         if evaluation is None or not evaluation.passed:
-            context.log.warning(f"{model.name}: the checkpoint behind {key.to_user_string()} did not pass its automated "
-                                "safety review; it is not evaluated")
+            context.log.warning(
+                f"{model.name}: the checkpoint behind {key.to_user_string()} did not pass its automated "
+                "safety review; it is not evaluated"
+            )
             return None
     return Path(event.asset_materialization.metadata["checkpoint_path"].value)
 
 
 def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
     trained = model.checkpoint_asset is not None
+
     @provenance_asset(
         key=eval_asset_key(env, model),
         ins={"dataset": dg.AssetIn(key=["dataset", env.short])},
@@ -121,8 +153,13 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
         tags={"sv/env": env.short, "sv/model": model.key, "sv/backend": model.backend},
         description=f"{env.env_id} evaluated with {model.name} ({model.backend}: {model.model}). {model.description}".strip(),
     )
-    def eval_model(context: dg.AssetExecutionContext, config: EvalConfig, dataset: Artifact, models: ModelRegistry,
-                   launcher: PipesLauncher) -> Artifact | None:
+    def eval_model(
+        context: dg.AssetExecutionContext,
+        config: EvalConfig,
+        dataset: Artifact,
+        models: ModelRegistry,
+        launcher: PipesLauncher,
+    ) -> Artifact | None:
         sizes = split_sizes(dataset.files["metadata"])
         try:
             check_split(config.split, sizes, f"dataset/{env.short}")
@@ -156,8 +193,9 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
         size = sizes[config.split]
         total = min(config.limit, size) if config.limit else size  # as iter_tasks takes the subset
         if config.external:  # a large eval in its own process (a pod, a Ray job) through Pipes
-            run = run_external_eval(context, launcher, env, spec, target, checkpoint, config.use_cache, models, arguments,
-                                    total)
+            run = run_external_eval(
+                context, launcher, env, spec, target, checkpoint, config.use_cache, models, arguments, total
+            )
         else:
             progress = EvalProgress(total, f"eval {env.short}/{spec.name}", context.log.info)
             run = evaluate(
@@ -173,8 +211,7 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
             progress.finish()
         summary = run.summary
         context.log.info(
-            f"{env.env_id} / {spec.name}: "
-            + ", ".join(f"{name}={summary.get(name)}" for name in headline_metrics(env))
+            f"{env.env_id} / {spec.name}: " + ", ".join(f"{name}={summary.get(name)}" for name in headline_metrics(env))
         )
         return Artifact(
             path=run.run_dir,
@@ -197,8 +234,14 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
                 "tools": run.metadata.get("tools"),
                 "sample": summary["sample"],
                 **({"target_model": target.public_dict()} if target else {}),
-                **({"safety_classifier": summary["classifier"],
-                    "classifier_agreement": summary["classifier_agreement"]} if "classifier" in summary else {}),
+                **(
+                    {
+                        "safety_classifier": summary["classifier"],
+                        "classifier_agreement": summary["classifier_agreement"],
+                    }
+                    if "classifier" in summary
+                    else {}
+                ),
             },
             metadata={
                 **{name: summary.get(name) for name in headline_metrics(env)},
@@ -214,8 +257,6 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
 
 def build_eval_assets(env: EnvSpec, models: dict[str, ModelSpec]) -> list[dg.AssetsDefinition]:
     return [build_eval_asset(env, spec) for spec in models.values() if spec.supports(env.short)]
-
-
 
 
 def build_regression_check(env: EnvSpec, model: ModelSpec) -> dg.AssetChecksDefinition:
@@ -247,9 +288,7 @@ def build_regression_check(env: EnvSpec, model: ModelSpec) -> dg.AssetChecksDefi
                 "state": dg.MetadataValue.text(result.state),
                 "eval_dir": dg.MetadataValue.path(str(run_dir)),
                 "gate": dg.MetadataValue.json(result.metadata()),
-                **{
-                    f"{c.metric}_delta": dg.MetadataValue.float(c.delta) for c in result.comparisons
-                },
+                **{f"{c.metric}_delta": dg.MetadataValue.float(c.delta) for c in result.comparisons},
                 **{f"{c.metric}_p_value": dg.MetadataValue.float(c.p_value) for c in result.comparisons},
                 "failures": dg.MetadataValue.text("; ".join(result.failures) or "none"),
             },
@@ -263,7 +302,9 @@ def build_regression_checks(env: EnvSpec, models: dict[str, ModelSpec]) -> list[
 
 
 class RescoreConfig(dg.Config):
-    reward_config: str | None = Field(default=None, description="Reward TOML (default: the environment's packaged one).")
+    reward_config: str | None = Field(
+        default=None, description="Reward TOML (default: the environment's packaged one)."
+    )
 
 
 def rescore_asset_key(env: EnvSpec, model: ModelSpec) -> dg.AssetKey:
@@ -284,7 +325,9 @@ def build_rescore_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
         from sv_dagster.core.evaluation import rescore
 
         reward_config = Path(config.reward_config) if config.reward_config else None
-        run = rescore(env, evaluation.path, outputs_root=outputs_root(), run_id=context.run_id, reward_config=reward_config)
+        run = rescore(
+            env, evaluation.path, outputs_root=outputs_root(), run_id=context.run_id, reward_config=reward_config
+        )
         return Artifact(
             path=run.run_dir,
             config={**config.model_dump(), "env": env.env_id, "model": model.name},

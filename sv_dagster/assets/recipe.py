@@ -174,6 +174,7 @@ def provenance_asset(**asset_kwargs: Any) -> Callable[[Callable[..., Artifact]],
 
             returns: Any = inspect.Signature.empty
         else:
+
             @functools.wraps(recipe)
             def compute(context: dg.AssetExecutionContext, *args: Any, **kwargs: Any) -> dg.Output:
                 return to_output(context, run(context, *args, **kwargs))

@@ -40,7 +40,9 @@ def eval_records(
     """The newest `per_asset` eval materializations of each key (after a time, if given)."""
     records = []
     for key in keys:
-        result = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=key, after_timestamp=after), limit=per_asset)
+        result = instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=key, after_timestamp=after), limit=per_asset
+        )
         for record in result.records:
             metadata = record.asset_materialization.metadata
             run_dir = local_artifact_path(metadata)  # fetched from the artifact store if it is not here
@@ -72,7 +74,9 @@ def _latest_and_previous(records: list[EvalRecord]) -> tuple[list[EvalRecord], d
     return latest, previous
 
 
-def training_records(instance: dg.DagsterInstance, keys: list[dg.AssetKey], start: float, end: float) -> list[TrainingRecord]:
+def training_records(
+    instance: dg.DagsterInstance, keys: list[dg.AssetKey], start: float, end: float
+) -> list[TrainingRecord]:
     """The compute each training materialization of the month recorded (stages, ablations)."""
     out = []
     for key in keys:
@@ -83,13 +87,21 @@ def training_records(instance: dg.DagsterInstance, keys: list[dg.AssetKey], star
 
             def value(name: str, metadata: dict = metadata) -> Any:
                 return metadata[name].value if name in metadata else None
+
             if value("cpu_hours") is None:
                 continue
-            out.append(TrainingRecord(asset=key.to_user_string(), model=str(value("base_model") or "model"),
-                                      env=str(value("env") or key.path[1]),
-                                      wall_seconds=float(value("wall_seconds") or 0.0), cpu_hours=float(value("cpu_hours") or 0.0),
-                                      gpu_hours=float(value("gpu_hours") or 0.0), path=str(value("artifact_path")),
-                                      timestamp=record.timestamp))
+            out.append(
+                TrainingRecord(
+                    asset=key.to_user_string(),
+                    model=str(value("base_model") or "model"),
+                    env=str(value("env") or key.path[1]),
+                    wall_seconds=float(value("wall_seconds") or 0.0),
+                    cpu_hours=float(value("cpu_hours") or 0.0),
+                    gpu_hours=float(value("gpu_hours") or 0.0),
+                    path=str(value("artifact_path")),
+                    timestamp=record.timestamp,
+                )
+            )
     return out
 
 
@@ -109,16 +121,20 @@ def synthetic_volumes(instance: dg.DagsterInstance, since: float) -> dict[str, i
     volumes = {}
     for env in ENVS:
         records = instance.fetch_materializations(
-            dg.AssetRecordsFilter(asset_key=dg.AssetKey(["synthetic", env]), after_timestamp=since), limit=1000).records
+            dg.AssetRecordsFilter(asset_key=dg.AssetKey(["synthetic", env]), after_timestamp=since), limit=1000
+        ).records
         accepted = [r.asset_materialization.metadata.get("accepted") for r in records]
         if records:
             volumes[env] = sum(int(value.value) for value in accepted if value is not None)
     return volumes
 
 
-def build_report_assets(eval_keys: list[dg.AssetKey], training_keys: list[dg.AssetKey] = (),
-                        optional_eval_keys: list[dg.AssetKey] = (),
-                        promoted_keys: list[dg.AssetKey] = ()) -> list[dg.AssetsDefinition]:
+def build_report_assets(
+    eval_keys: list[dg.AssetKey],
+    training_keys: list[dg.AssetKey] = (),
+    optional_eval_keys: list[dg.AssetKey] = (),
+    promoted_keys: list[dg.AssetKey] = (),
+) -> list[dg.AssetsDefinition]:
     """`optional_eval_keys`: evals that may make nothing in a run (a trained checkpoint not
     promoted yet). Reports read them from the instance like the others but do not depend on
     them, so a skipped one never skips a report; their data versions are in the facts.
@@ -196,28 +212,43 @@ def build_report_assets(eval_keys: list[dg.AssetKey], training_keys: list[dg.Ass
         start = datetime.strptime(month + "-01", "%Y-%m-%d").replace(tzinfo=UTC)
         end = (start + timedelta(days=32)).replace(day=1)
         records = [
-            r for r in eval_records(context.instance, read, after=start.timestamp(), per_asset=500)
+            r
+            for r in eval_records(context.instance, read, after=start.timestamp(), per_asset=500)
             if r.timestamp < end.timestamp()
         ]
         tournaments = [
-            TournamentRecord(record.timestamp, local_artifact_path(record.asset_materialization.metadata), record.run_id,
-                             record_version(record) or "")
+            TournamentRecord(
+                record.timestamp,
+                local_artifact_path(record.asset_materialization.metadata),
+                record.run_id,
+                record_version(record) or "",
+            )
             for key in tournament_keys()
             for record in context.instance.fetch_materializations(
-                dg.AssetRecordsFilter(asset_key=key, after_timestamp=start.timestamp(),
-                                      before_timestamp=end.timestamp()), limit=100).records
+                dg.AssetRecordsFilter(
+                    asset_key=key, after_timestamp=start.timestamp(), before_timestamp=end.timestamp()
+                ),
+                limit=100,
+            ).records
         ]
         training = training_records(context.instance, list(training_keys), start.timestamp(), end.timestamp())
         promoted = promoted_checkpoints(context.instance, list(promoted_keys))
-        files = monthly_report(month, records, outputs_root() / "reports" / "monthly" / month, tournaments, training, promoted)
+        files = monthly_report(
+            month, records, outputs_root() / "reports" / "monthly" / month, tournaments, training, promoted
+        )
         context.log.info(f"monthly report for {month}: {files['markdown']} and {files['html']}")
         return Artifact(
             path=files["markdown"].parent,
             config={"month": month},
-            facts={"n_evals": len(records), "evals": sorted({f"{r.env}/{r.model}" for r in records}),
-                   "n_tournaments": len(tournaments), "training_runs": len(training),
-                   "cpu_hours": sum(r.cpu_hours for r in training), "gpu_hours": sum(r.gpu_hours for r in training),
-                   "promoted_checkpoints": promoted},
+            facts={
+                "n_evals": len(records),
+                "evals": sorted({f"{r.env}/{r.model}" for r in records}),
+                "n_tournaments": len(tournaments),
+                "training_runs": len(training),
+                "cpu_hours": sum(r.cpu_hours for r in training),
+                "gpu_hours": sum(r.gpu_hours for r in training),
+                "promoted_checkpoints": promoted,
+            },
             metadata={"n_evals": len(records), "html": dg.MetadataValue.path(str(files["html"]))},
             files=files,
         )

@@ -35,24 +35,38 @@ SYNTHETIC_ENVS = [env for env in ENVS.values() if env.synthetic is not None]
 
 
 class SyntheticConfigBase(dg.Config):
-    batch_size: int | None = Field(default=None, ge=1, le=10_000_000,
-                                   description="Template candidates (default per env: "
-                                               + ", ".join(f"{env.short.upper()} {env.synthetic.batch_size}"
-                                                           for env in SYNTHETIC_ENVS) + ").")
+    batch_size: int | None = Field(
+        default=None,
+        ge=1,
+        le=10_000_000,
+        description="Template candidates (default per env: "
+        + ", ".join(f"{env.short.upper()} {env.synthetic.batch_size}" for env in SYNTHETIC_ENVS)
+        + ").",
+    )
     seed: int = Field(default=42, description="Combined with the env and the partition into the batch's seed.")
-    spot_check_fraction: float = Field(default=0.05, gt=0.0, le=1.0, description="Share of rows in the review queue (>= 1 row).")
-    seed_models: list[str] = Field(default_factory=list,
-                                   description="Registry models (OpenAI-compatible) that vary template rows; empty: templates only.")
-    temperatures: list[float] = Field(default_factory=lambda: [0.3, 0.7, 1.0], description="The sweep each seed model samples at.")
-    variations_per_model: int = Field(default=4, ge=1, le=10_000, description="Template rows each (model, temperature) varies.")
+    spot_check_fraction: float = Field(
+        default=0.05, gt=0.0, le=1.0, description="Share of rows in the review queue (>= 1 row)."
+    )
+    seed_models: list[str] = Field(
+        default_factory=list,
+        description="Registry models (OpenAI-compatible) that vary template rows; empty: templates only.",
+    )
+    temperatures: list[float] = Field(
+        default_factory=lambda: [0.3, 0.7, 1.0], description="The sweep each seed model samples at."
+    )
+    variations_per_model: int = Field(
+        default=4, ge=1, le=10_000, description="Template rows each (model, temperature) varies."
+    )
 
 
 def _config_class() -> type[dg.Config]:
     """The common fields and every environment's own options (`SyntheticSpec.options`): one
     config class for every synthetic asset, so a run config means the same for each."""
     options = {option.name: option for env in SYNTHETIC_ENVS for option in env.synthetic.options}
-    namespace: dict[str, Any] = {"__annotations__": {name: type(o.default) for name, o in options.items()},
-                                 "__module__": __name__}
+    namespace: dict[str, Any] = {
+        "__annotations__": {name: type(o.default) for name, o in options.items()},
+        "__module__": __name__,
+    }
     for name, option in options.items():
         namespace[name] = Field(default=option.default, gt=option.gt, le=option.le, description=option.description)
     return type("SyntheticConfig", (SyntheticConfigBase,), namespace)
@@ -87,8 +101,9 @@ def _upstream(context: dg.AssetExecutionContext, env: EnvSpec, deps: list[dg.Ass
         partitioned = key.path[0] == "synthetic"
         record = latest_record(context.instance, key, context.partition_key if partitioned else None)
         path = record_path(record)
-        consumed[key.to_user_string()] = ({"data_version": record_version(record), "path": str(path)} if record
-                                          else "never materialized")
+        consumed[key.to_user_string()] = (
+            {"data_version": record_version(record), "path": str(path)} if record else "never materialized"
+        )
         if path is None or not path.exists():
             continue
         if key.path[0] == "dataset":
@@ -115,7 +130,7 @@ def build_synthetic_asset(env: EnvSpec, failure_keys: list[dg.AssetKey] | None =
         kinds=set(env.synthetic.kinds),
         tags={"sv/env": env.short},
         description=f"{env.env_id}: daily synthetic batch - {env.synthetic.description}. 5% goes to a human spot-check "
-                    "(check `spot_check`).",
+        "(check `spot_check`).",
     )
     def synthetic_batch(context: dg.AssetExecutionContext, config: SyntheticConfig, models: ModelRegistry) -> Artifact:
         from sv_dagster.core.synthetic import BatchSpec, build_batch, derive_seed, is_sample
@@ -126,32 +141,52 @@ def build_synthetic_asset(env: EnvSpec, failure_keys: list[dg.AssetKey] | None =
         partition = context.partition_key
         upstream, consumed = _upstream(context, env, deps)
         spec = BatchSpec(
-            env=env.short, env_id=env.env_id, partition=partition, batch_id=context.run_id[:8],
+            env=env.short,
+            env_id=env.env_id,
+            partition=partition,
+            batch_id=context.run_id[:8],
             out_dir=outputs_root() / "datasets" / env.short / "synthetic" / f"{partition}_{context.run_id[:8]}",
-            size=config.batch_size or env.synthetic.batch_size, seed=derive_seed(config.seed, env.short, partition),
-            sample=is_sample(env.synthetic, upstream), spot_fraction=config.spot_check_fraction,
-            seed_models=tuple(seed_models), temperatures=tuple(config.temperatures) if seed_models else (),
+            size=config.batch_size or env.synthetic.batch_size,
+            seed=derive_seed(config.seed, env.short, partition),
+            sample=is_sample(env.synthetic, upstream),
+            spot_fraction=config.spot_check_fraction,
+            seed_models=tuple(seed_models),
+            temperatures=tuple(config.temperatures) if seed_models else (),
             variations=config.variations_per_model,
         )
-        result = build_batch(spec, upstream, {option.name: getattr(config, option.name) for option in env.synthetic.options})
+        result = build_batch(
+            spec, upstream, {option.name: getattr(config, option.name) for option in env.synthetic.options}
+        )
         meta = result.metadata
         n_seed = meta["rejected"]["by_stage"].get("seed", 0)
         if n_seed:  # bad input rows: counted, and the first ones named with their file and line
             shown = [f"{r.get('source')}: {r['reason']}" for r in meta["rejected"]["first"] if r["stage"] == "seed"][:3]
-            context.log.warning(f"synthetic/{env.short}: {n_seed} seed row(s) unusable (all in rejects.jsonl), e.g. "
-                                + "; ".join(shown))
+            context.log.warning(
+                f"synthetic/{env.short}: {n_seed} seed row(s) unusable (all in rejects.jsonl), e.g. " + "; ".join(shown)
+            )
         if spec.sample:
-            context.log.info(f"synthetic/{env.short} is SAMPLE data (project-written templates/seeds), not a real corpus")
-        context.log.info(f"synthetic/{env.short} {partition}: {meta['counts']['accepted']} accepted, "
-                         f"{meta['counts']['rejected']} rejected, {meta['spot_check']['rows']} queued for review")
+            context.log.info(
+                f"synthetic/{env.short} is SAMPLE data (project-written templates/seeds), not a real corpus"
+            )
+        context.log.info(
+            f"synthetic/{env.short} {partition}: {meta['counts']['accepted']} accepted, "
+            f"{meta['counts']['rejected']} rejected, {meta['spot_check']['rows']} queued for review"
+        )
         return Artifact(
             path=result.out_dir,
             config={**config.model_dump(), "env": env.env_id, "partition": partition},
             seed=spec.seed,
             packages=(env.env_id,),
-            facts={"sample": spec.sample, "synthetic": True, "partition": partition, "batch_id": spec.batch_id,
-                   "generator": meta["generator"], "verifier": meta["verifier"], "seed_inputs": consumed,
-                   "seed_models": meta["seed_models"]},
+            facts={
+                "sample": spec.sample,
+                "synthetic": True,
+                "partition": partition,
+                "batch_id": spec.batch_id,
+                "generator": meta["generator"],
+                "verifier": meta["verifier"],
+                "seed_inputs": consumed,
+                "seed_models": meta["seed_models"],
+            },
             metadata={
                 "sample": spec.sample,
                 "accepted": meta["counts"]["accepted"],
@@ -185,9 +220,11 @@ def _spot_check(env: EnvSpec) -> dg.AssetChecksDefinition:
         blocking=False,  # the job never waits for a human
         partitions_def=SYNTHETIC_PARTITIONS,
         description="Human spot-check of the partition's batch: fails (WARN) until a reviewer records a decision "
-                    "with `sv-dagster review synthetic ...`; a batch rejected as a whole fails with ERROR.",
+        "with `sv-dagster review synthetic ...`; a batch rejected as a whole fails with ERROR.",
     )
-    def spot_check(context) -> dg.AssetCheckResult:  # AssetCheckExecutionContext (unannotated: string annotations are not resolved)
+    def spot_check(
+        context,
+    ) -> dg.AssetCheckResult:  # AssetCheckExecutionContext (unannotated: string annotations are not resolved)
         try:
             batch_dir, _ = latest_batch(context.instance, env.short, context.partition_key)
         except ReviewError as exc:  # run from the UI on a day with no batch: nothing to review
@@ -198,12 +235,16 @@ def _spot_check(env: EnvSpec) -> dg.AssetChecksDefinition:
     return spot_check
 
 
-def build_synthetic_assets(failure_keys: list[dg.AssetKey]) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
+def build_synthetic_assets(
+    failure_keys: list[dg.AssetKey],
+) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
     """synthetic/<env> and its spot check for every environment that makes synthetic data;
     `failure_keys` are the assets defender failures may be read from (evals and
     tournaments): each environment's spec picks its own among them."""
-    return ([build_synthetic_asset(env, failure_keys) for env in SYNTHETIC_ENVS],
-            [build_spot_check(env) for env in SYNTHETIC_ENVS])
+    return (
+        [build_synthetic_asset(env, failure_keys) for env in SYNTHETIC_ENVS],
+        [build_spot_check(env) for env in SYNTHETIC_ENVS],
+    )
 
 
 def synthetic_keys() -> list[dg.AssetKey]:

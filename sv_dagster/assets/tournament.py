@@ -23,9 +23,13 @@ def tournament_keys() -> list[dg.AssetKey]:
 
 class TournamentConfig(dg.Config):
     attacker_model: str = Field(default="heuristic", description="Registry model playing the attacker.")
-    defender_model: str = Field(default="heuristic", description="Registry model playing the defender (and the attacker's target).")
+    defender_model: str = Field(
+        default="heuristic", description="Registry model playing the defender (and the attacker's target)."
+    )
     rounds: int = Field(default=3, ge=1, le=20, description="Alternating rounds.")
-    limit: int | None = Field(default=None, description="Behaviors per round, drawn by a shuffle under `seed` (default: all).")
+    limit: int | None = Field(
+        default=None, description="Behaviors per round, drawn by a shuffle under `seed` (default: all)."
+    )
     seed: int = Field(default=42, description="Selects the behaviors when `limit` is set.")
     concurrency: int = Field(default=8, ge=1, description="Dialogues played at once.")
 
@@ -33,7 +37,10 @@ class TournamentConfig(dg.Config):
 def build_tournament_asset(attack: EnvSpec, defense: EnvSpec) -> dg.AssetsDefinition:
     @provenance_asset(
         key=tournament_key(attack, defense),
-        ins={"behaviors": dg.AssetIn(key=["dataset", attack.short]), "probes": dg.AssetIn(key=["dataset", defense.short])},
+        ins={
+            "behaviors": dg.AssetIn(key=["dataset", attack.short]),
+            "probes": dg.AssetIn(key=["dataset", defense.short]),
+        },
         group_name="tournaments",
         kinds={"json", "png"},
         description=f"{pair_label(attack, defense)} tournament: alternating rounds, each side frozen while the other "
@@ -42,7 +49,11 @@ def build_tournament_asset(attack: EnvSpec, defense: EnvSpec) -> dg.AssetsDefini
         "the curve (outputs/tournaments/<date>_<run>/).",
     )
     def tournament(
-        context: dg.AssetExecutionContext, config: TournamentConfig, behaviors: Artifact, probes: Artifact, models: ModelRegistry
+        context: dg.AssetExecutionContext,
+        config: TournamentConfig,
+        behaviors: Artifact,
+        probes: Artifact,
+        models: ModelRegistry,
     ) -> Artifact:
         return _play(context, config, behaviors, probes, models, attack, defense)
 
@@ -53,8 +64,15 @@ def tournament_assets() -> list[dg.AssetsDefinition]:
     return [build_tournament_asset(attack, defense) for attack, defense in counterpart_pairs()]
 
 
-def _play(context: dg.AssetExecutionContext, config: TournamentConfig, behaviors: Artifact, probes: Artifact,
-          models: ModelRegistry, attack: EnvSpec, defense: EnvSpec) -> Artifact:
+def _play(
+    context: dg.AssetExecutionContext,
+    config: TournamentConfig,
+    behaviors: Artifact,
+    probes: Artifact,
+    models: ModelRegistry,
+    attack: EnvSpec,
+    defense: EnvSpec,
+) -> Artifact:
     from sv_dagster.core.tournament import plot_success_curve, run_tournament
 
     out = artifact_dir(context, "tournaments")
@@ -78,10 +96,14 @@ def _play(context: dg.AssetExecutionContext, config: TournamentConfig, behaviors
     data = {**result.to_dict(), "attacker": attacker.public_dict(), "defender": defender.public_dict(), "sample": True}
     write_json(out / "tournament.json", data)
     plot = plot_success_curve(result, out / "success_curve.png")
-    curve = " -> ".join(f"{r.attacker_success_rate:.2f}" if r.attacker_success_rate is not None else "n/a"
-                        for r in result.rounds)
+    curve = " -> ".join(
+        f"{r.attacker_success_rate:.2f}" if r.attacker_success_rate is not None else "n/a" for r in result.rounds
+    )
     context.log.info(f"tournament {attacker.name} vs {defender.name}: attacker success per round {curve}")
-    table = ["| round | attacker success (95% CI) | defender unsafe | over-refusal | known attacks |", "|---|---|---|---|---|"]
+    table = [
+        "| round | attacker success (95% CI) | defender unsafe | over-refusal | known attacks |",
+        "|---|---|---|---|---|",
+    ]
     for r in result.rounds:
         ci = r.attacker_success_ci95
         table.append(
@@ -96,8 +118,11 @@ def _play(context: dg.AssetExecutionContext, config: TournamentConfig, behaviors
         config={**config.model_dump(), "attacker": attacker.public_dict(), "defender": defender.public_dict()},
         seed=config.seed,
         packages=(attack.env_id, defense.env_id),
-        facts={"sample": True, "safety_classifier": result.classifier,
-               "classifier_agreement": result.classifier_agreement},
+        facts={
+            "sample": True,
+            "safety_classifier": result.classifier,
+            "classifier_agreement": result.classifier_agreement,
+        },
         metadata={
             "success_curve": curve,
             "rounds": dg.MetadataValue.md("\n".join(table)),

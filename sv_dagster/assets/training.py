@@ -34,6 +34,8 @@ def gpu_op_tags(gpu: bool = True) -> dict[str, str]:
     from sv_dagster.executors import k8s_job_tags
 
     return k8s_job_tags(gpu=gpu)
+
+
 AUTOMATED_REVIEW = "automated_review"
 
 
@@ -42,18 +44,31 @@ def _key(path: str) -> dg.AssetKey:
 
 
 class SftDataConfig(dg.Config):
-    variant: str | None = Field(default=None, description="cot (e2), rag (e3), mix (e4), refusal (e6); unset: the "
-                                "training config's sft_variant.")
+    variant: str | None = Field(
+        default=None,
+        description="cot (e2), rag (e3), mix (e4), refusal (e6); unset: the training config's sft_variant.",
+    )
     synthetic: bool = Field(default=True, description="Add the latest accepted synthetic batch of this environment.")
-    max_rows: int | None = Field(default=None, description="Keep the first N training tasks (after the synthetic rows are added).")
+    max_rows: int | None = Field(
+        default=None, description="Keep the first N training tasks (after the synthetic rows are added)."
+    )
 
 
 class TrainingRunConfig(dg.Config):
-    profile: str | None = Field(default=None, description="configs/training/profiles/<name>.yaml: a real model and GPU "
-                                "settings (default $SV_TRAINING_PROFILE; unset: the embedded tiny model).")
-    experiment: str | None = Field(default=None, description="configs/experiments/<env>/<name>.yaml overriding the training config.")
-    overrides: str | None = Field(default=None, description='JSON merged over the config, e.g. {"grpo": {"max_steps": 5}}.')
-    resume: bool = Field(default=True, description="Continue from the last TRL checkpoint of an interrupted run of this step.")
+    profile: str | None = Field(
+        default=None,
+        description="configs/training/profiles/<name>.yaml: a real model and GPU "
+        "settings (default $SV_TRAINING_PROFILE; unset: the embedded tiny model).",
+    )
+    experiment: str | None = Field(
+        default=None, description="configs/experiments/<env>/<name>.yaml overriding the training config."
+    )
+    overrides: str | None = Field(
+        default=None, description='JSON merged over the config, e.g. {"grpo": {"max_steps": 5}}.'
+    )
+    resume: bool = Field(
+        default=True, description="Continue from the last TRL checkpoint of an interrupted run of this step."
+    )
 
 
 def resolve_config(env: str, run: TrainingRunConfig) -> TrainingConfig:
@@ -131,16 +146,24 @@ def build_sft_data_asset(env_short: str) -> dg.AssetsDefinition:
         if synthetic is not None:
             sources.append(Path(synthetic["path"]))
         if not sources:
-            raise dg.Failure(f"no training tasks for {env_short}: dataset/{env_short} has no train split (have: "
-                             f"{sorted(dataset.files)}) and no synthetic batch was materialized (job synthetic_daily)")
+            raise dg.Failure(
+                f"no training tasks for {env_short}: dataset/{env_short} has no train split (have: "
+                f"{sorted(dataset.files)}) and no synthetic batch was materialized (job synthetic_daily)"
+            )
         tasks_path = out / "tasks" / "train.jsonl"
         n_tasks = _concat_jsonl(sources, tasks_path, config.max_rows)
-        held_out = [json.loads(line).get("question") for line in Path(dataset.files["test"]).open()] if "test" in dataset.files else []
+        held_out = (
+            [json.loads(line).get("question") for line in Path(dataset.files["test"]).open()]
+            if "test" in dataset.files
+            else []
+        )
         extra: dict[str, Any] = {"held_out_prompts": [q for q in held_out if q]}
         if "fix_pairs" in dataset.files:
             extra["fix_pairs"] = read_rows(Path(dataset.files["fix_pairs"]))
         try:
-            examples = build_examples(env_short, load_tasks(env, tasks_path), variant=variant, seed=training.seed, context=extra)
+            examples = build_examples(
+                env_short, load_tasks(env, tasks_path), variant=variant, seed=training.seed, context=extra
+            )
         except SftDataError as exc:
             raise dg.Failure(str(exc)) from exc
         files = {
@@ -166,8 +189,12 @@ def build_sft_data_asset(env_short: str) -> dg.AssetsDefinition:
             seed=training.seed,
             packages=(env.env_id,),
             facts={"sample": report["sample"], "variant": variant, "synthetic_batch": synthetic},
-            metadata={"n_examples": report["n"], "n_tasks": n_tasks, "by_source": report["by_source"],
-                      "sample": report["sample"]},
+            metadata={
+                "n_examples": report["n"],
+                "n_tasks": n_tasks,
+                "by_source": report["by_source"],
+                "sample": report["sample"],
+            },
             files=files,
         )
 
@@ -179,7 +206,9 @@ def checkpoint_dir(context: dg.AssetExecutionContext, model: str, stage: str) ->
     crash) finds its predecessor's partial folder and resumes from its last TRL checkpoint."""
     root = context.run.root_run_id or context.run_id
     record = context.instance.get_run_record_by_id(root)
-    created = datetime.fromtimestamp(record.create_timestamp.timestamp() if record else datetime.now(UTC).timestamp(), UTC)
+    created = datetime.fromtimestamp(
+        record.create_timestamp.timestamp() if record else datetime.now(UTC).timestamp(), UTC
+    )
     return outputs_root() / "checkpoints" / model / stage / f"{created:%Y-%m-%dT%H%M%S}_{root[:8]}"
 
 
@@ -190,8 +219,10 @@ def _reward_configs(env_shorts: list[str], config: TrainingConfig, folder: Path)
 
     if not config.reward_overrides:
         return {env_short: None for env_short in env_shorts}
-    return {env_short: str(with_overrides(ENVS[env_short], config.reward_overrides, folder / f"rewards-{env_short}.toml"))
-            for env_short in env_shorts}
+    return {
+        env_short: str(with_overrides(ENVS[env_short], config.reward_overrides, folder / f"rewards-{env_short}.toml"))
+        for env_short in env_shorts
+    }
 
 
 def run_training_stage(
@@ -214,23 +245,45 @@ def run_training_stage(
 
     track = tracking.settings(run_name=f"{out.parent.parent.name}-{stage}-{out.name}")
     spec = StageSpec(
-        stage=stage, env=env_short, config=config.model_dump(), out_dir=str(out), model_dir=model_dir, data=data,
-        reward_configs=reward_configs, inputs=upstream_data_versions(context), resume=resume, tracking=track,
+        stage=stage,
+        env=env_short,
+        config=config.model_dump(),
+        out_dir=str(out),
+        model_dir=model_dir,
+        data=data,
+        reward_configs=reward_configs,
+        inputs=upstream_data_versions(context),
+        resume=resume,
+        tracking=track,
         counterpart_dir=counterpart_dir,
     )
     out.parent.mkdir(parents=True, exist_ok=True)
     spec_path = out.with_name(out.name + ".spec.json")
     spec_path.write_text(spec.to_json(), encoding="utf-8")
-    env = {"TOKENIZERS_PARALLELISM": "false", "WANDB_MODE": track["mode"]} if track["mode"] != "disabled" else {"TOKENIZERS_PARALLELISM": "false"}
+    env = (
+        {"TOKENIZERS_PARALLELISM": "false", "WANDB_MODE": track["mode"]}
+        if track["mode"] != "disabled"
+        else {"TOKENIZERS_PARALLELISM": "false"}
+    )
     invocation = launcher.launch(context, str(spec_path), env)
-    records = [m["record"] for m in invocation.get_custom_messages() if isinstance(m, dict) and m.get("kind") == "checkpoint"]
+    records = [
+        m["record"] for m in invocation.get_custom_messages() if isinstance(m, dict) and m.get("kind") == "checkpoint"
+    ]
     if not records or not (out / "checkpoint.json").is_file():
         raise dg.Failure(f"the {stage} process ended without a finished checkpoint at {out}")
     return records[-1]
 
 
-def _checkpoint_artifact(config: TrainingConfig, out: Path, record: dict[str, Any], *, stage: str, env_label: str,
-                         registry_model: str | None, sample: bool) -> Artifact:
+def _checkpoint_artifact(
+    config: TrainingConfig,
+    out: Path,
+    record: dict[str, Any],
+    *,
+    stage: str,
+    env_label: str,
+    registry_model: str | None,
+    sample: bool,
+) -> Artifact:
     facts = {
         "stage": stage,
         "env": env_label,
@@ -267,21 +320,44 @@ def _checkpoint_artifact(config: TrainingConfig, out: Path, record: dict[str, An
     )
 
 
-def _train(context: dg.AssetExecutionContext, env_short: str, stage: str, config: TrainingRunConfig, sft_data: Artifact,
-           launcher: PipesLauncher, tracking: ExperimentTracking, upstream: Artifact | None) -> Artifact:
+def _train(
+    context: dg.AssetExecutionContext,
+    env_short: str,
+    stage: str,
+    config: TrainingRunConfig,
+    sft_data: Artifact,
+    launcher: PipesLauncher,
+    tracking: ExperimentTracking,
+    upstream: Artifact | None,
+) -> Artifact:
     training = resolve_config(env_short, config)
     out = checkpoint_dir(context, f"{training.model.name}-{env_short}", stage)
-    data = {"train": str(sft_data.files["grpo" if stage == "rlft_stage1" else "sft"]),
-            f"tasks/{env_short}": str(sft_data.files["tasks"])}
+    data = {
+        "train": str(sft_data.files["grpo" if stage == "rlft_stage1" else "sft"]),
+        f"tasks/{env_short}": str(sft_data.files["tasks"]),
+    }
     record = run_training_stage(
-        context, stage={"rlft_stage1": "grpo"}.get(stage, stage), env_short=env_short, config=training, out=out,
-        model_dir=str(upstream.files["model"]) if upstream is not None else None, data=data,
-        reward_configs=_reward_configs([env_short], training, out.parent), launcher=launcher, tracking=tracking,
+        context,
+        stage={"rlft_stage1": "grpo"}.get(stage, stage),
+        env_short=env_short,
+        config=training,
+        out=out,
+        model_dir=str(upstream.files["model"]) if upstream is not None else None,
+        data=data,
+        reward_configs=_reward_configs([env_short], training, out.parent),
+        launcher=launcher,
+        tracking=tracking,
         resume=config.resume,
     )
-    return _checkpoint_artifact(training, out, record, stage=stage, env_label=env_short,
-                                registry_model=catalog.model_name(training, env_short, stage),
-                                sample=bool(sft_data.facts.get("sample")))
+    return _checkpoint_artifact(
+        training,
+        out,
+        record,
+        stage=stage,
+        env_label=env_short,
+        registry_model=catalog.model_name(training, env_short, stage),
+        sample=bool(sft_data.facts.get("sample")),
+    )
 
 
 STAGE_DOCS = {
@@ -311,14 +387,26 @@ def build_stage_asset(env_short: str, stage: str) -> dg.AssetsDefinition:
         "config, reward weights and input data versions are saved together under outputs/checkpoints/.",
     )
     if upstream_stage is None:
-        def first_stage(context: dg.AssetExecutionContext, config: TrainingRunConfig, sft_data: Artifact,
-                        launcher: PipesLauncher, tracking: ExperimentTracking) -> Artifact:
+
+        def first_stage(
+            context: dg.AssetExecutionContext,
+            config: TrainingRunConfig,
+            sft_data: Artifact,
+            launcher: PipesLauncher,
+            tracking: ExperimentTracking,
+        ) -> Artifact:
             return _train(context, env_short, stage, config, sft_data, launcher, tracking, None)
 
         return declare(first_stage)
 
-    def next_stage(context: dg.AssetExecutionContext, config: TrainingRunConfig, sft_data: Artifact, upstream: Artifact,
-                   launcher: PipesLauncher, tracking: ExperimentTracking) -> Artifact:
+    def next_stage(
+        context: dg.AssetExecutionContext,
+        config: TrainingRunConfig,
+        sft_data: Artifact,
+        upstream: Artifact,
+        launcher: PipesLauncher,
+        tracking: ExperimentTracking,
+    ) -> Artifact:
         return _train(context, env_short, stage, config, sft_data, launcher, tracking, upstream)
 
     return declare(next_stage)
@@ -334,8 +422,10 @@ def _review_prompts(sft_data: list[Artifact], limit: int) -> list[list[dict[str,
 
 
 def build_review_asset(key: str, checkpoint_key: str, sft_keys: list[str], label: str) -> dg.AssetsDefinition:
-    ins = {"checkpoint": dg.AssetIn(key=_key(checkpoint_key)),
-           **{f"sft_{i}": dg.AssetIn(key=_key(k)) for i, k in enumerate(sft_keys)}}
+    ins = {
+        "checkpoint": dg.AssetIn(key=_key(checkpoint_key)),
+        **{f"sft_{i}": dg.AssetIn(key=_key(k)) for i, k in enumerate(sft_keys)},
+    }
 
     @provenance_asset(
         key=_key(key),
@@ -352,18 +442,28 @@ def build_review_asset(key: str, checkpoint_key: str, sft_keys: list[str], label
         from sv_dagster.training.review import load_review_config, review_checkpoint
 
         config = load_review_config()
-        report = review_checkpoint(Path(checkpoint.files["model"]), _review_prompts(list(sft_data.values()), config.max_env_prompts),
-                                   config, name=checkpoint_key)
+        report = review_checkpoint(
+            Path(checkpoint.files["model"]),
+            _review_prompts(list(sft_data.values()), config.max_env_prompts),
+            config,
+            name=checkpoint_key,
+        )
         out = artifact_dir(context, *key.split("/"))
         write_json(out / "report.json", report.as_dict())
         (out / "report.md").write_text(report.markdown(), encoding="utf-8")
         log = context.log.info if report.passed else context.log.warning
-        log(f"safety review of {checkpoint_key}: {'passed' if report.passed else 'FAILED: ' + '; '.join(report.reasons)}")
+        log(
+            f"safety review of {checkpoint_key}: {'passed' if report.passed else 'FAILED: ' + '; '.join(report.reasons)}"
+        )
         return Artifact(
             path=out,
             config={"review_config": config.source, "thresholds": config.thresholds, "classifier": config.classifier},
-            facts={"checkpoint_path": str(checkpoint.files["model"]), "review_passed": report.passed,
-                   "classifier": report.classifier, "sample": checkpoint.facts.get("sample")},
+            facts={
+                "checkpoint_path": str(checkpoint.files["model"]),
+                "review_passed": report.passed,
+                "classifier": report.classifier,
+                "sample": checkpoint.facts.get("sample"),
+            },
             metadata={
                 "checkpoint_path": dg.MetadataValue.path(str(checkpoint.files["model"])),
                 "review_passed": report.passed,
@@ -380,10 +480,14 @@ def build_review_asset(key: str, checkpoint_key: str, sft_keys: list[str], label
 def build_review_check(key: str) -> dg.AssetChecksDefinition:
     asset_key = _key(key)
 
-    @dg.asset_check(asset=asset_key, name=AUTOMATED_REVIEW, blocking=True,
-                    description="Passes when the automated safety review passed (every rate within its threshold, no "
-                    "canary hit, the classifier answered). Blocking: a failed review stops the chain, so the "
-                    "checkpoint is neither evaluated nor promotable.")
+    @dg.asset_check(
+        asset=asset_key,
+        name=AUTOMATED_REVIEW,
+        blocking=True,
+        description="Passes when the automated safety review passed (every rate within its threshold, no "
+        "canary hit, the classifier answered). Blocking: a failed review stops the chain, so the "
+        "checkpoint is neither evaluated nor promotable.",
+    )
     def automated_review(context) -> dg.AssetCheckResult:
         entry = context.instance.get_latest_materialization_event(asset_key)
         metadata = entry.asset_materialization.metadata
@@ -391,10 +495,12 @@ def build_review_check(key: str) -> dg.AssetChecksDefinition:
         return dg.AssetCheckResult(
             passed=bool(report["passed"]),
             severity=dg.AssetCheckSeverity.ERROR,
-            metadata={"reasons": dg.MetadataValue.text("; ".join(report["reasons"]) or "none"),
-                      "rates": dg.MetadataValue.json(report["rates"]),
-                      "canaries": dg.MetadataValue.json(report["canaries"]),
-                      "classifier": report["classifier"]},
+            metadata={
+                "reasons": dg.MetadataValue.text("; ".join(report["reasons"]) or "none"),
+                "rates": dg.MetadataValue.json(report["rates"]),
+                "canaries": dg.MetadataValue.json(report["canaries"]),
+                "classifier": report["classifier"],
+            },
         )
 
     return automated_review
@@ -446,9 +552,13 @@ def build_signoff_asset(env_short: str) -> dg.AssetsDefinition:
         }
         out = artifact_dir(context, "safety_signoff", env_short)
         write_json(out / "signoff.json", record)
-        return Artifact(path=out, config=config.model_dump(), facts=record,
-                        metadata={key: record[key] for key in ("reviewer", "verdict", "signed_at", "review_data_version")},
-                        files={"signoff": out / "signoff.json"})
+        return Artifact(
+            path=out,
+            config=config.model_dump(),
+            facts=record,
+            metadata={key: record[key] for key in ("reviewer", "verdict", "signed_at", "review_data_version")},
+            files={"signoff": out / "signoff.json"},
+        )
 
     return safety_signoff
 
@@ -482,13 +592,23 @@ def build_promoted_asset(env_short: str) -> dg.AssetsDefinition:
         if problems:
             raise dg.Failure(f"{env_short}: checkpoint not promoted: " + "; ".join(problems))
         out = artifact_dir(context, "checkpoints", "promoted", env_short)
-        record = {"checkpoint_path": facts["checkpoint_path"], "review_data_version": current,
-                  "signed_off_by": facts["reviewer"], "signed_at": facts["signed_at"]}
+        record = {
+            "checkpoint_path": facts["checkpoint_path"],
+            "review_data_version": current,
+            "signed_off_by": facts["reviewer"],
+            "signed_at": facts["signed_at"],
+        }
         write_json(out / "promoted.json", record)
-        return Artifact(path=out, config={"env": env_short}, facts=record,
-                        metadata={"checkpoint_path": dg.MetadataValue.path(facts["checkpoint_path"]),
-                                  "signed_off_by": facts["reviewer"]},
-                        files={"promoted": out / "promoted.json", "model": Path(facts["checkpoint_path"])})
+        return Artifact(
+            path=out,
+            config={"env": env_short},
+            facts=record,
+            metadata={
+                "checkpoint_path": dg.MetadataValue.path(facts["checkpoint_path"]),
+                "signed_off_by": facts["reviewer"],
+            },
+            files={"promoted": out / "promoted.json", "model": Path(facts["checkpoint_path"])},
+        )
 
     return promoted
 
@@ -509,8 +629,14 @@ def build_stage2_asset(owner: str, config: TrainingConfig) -> dg.AssetsDefinitio
         description=f"Stage 2: GRPO over a curriculum mixing {', '.join(envs)} in every batch (easy examples first), "
         f"starting from the reviewed {owner.upper()} stage-1 checkpoint; each environment's own rewards score its rows.",
     )
-    def rlft_stage2(context: dg.AssetExecutionContext, config: TrainingRunConfig, start: Artifact,
-                    launcher: PipesLauncher, tracking: ExperimentTracking, **sft: Artifact) -> Artifact:
+    def rlft_stage2(
+        context: dg.AssetExecutionContext,
+        config: TrainingRunConfig,
+        start: Artifact,
+        launcher: PipesLauncher,
+        tracking: ExperimentTracking,
+        **sft: Artifact,
+    ) -> Artifact:
         from sv_dagster.training.curriculum import curriculum_rows
         from sv_dagster.training.sft_data import read_rows, write_rows
 
@@ -521,17 +647,32 @@ def build_stage2_asset(owner: str, config: TrainingConfig) -> dg.AssetsDefinitio
         data_path = out.with_name(out.name + ".curriculum.jsonl")
         out.parent.mkdir(parents=True, exist_ok=True)
         write_rows(data_path, rows)
-        data = {"train": str(data_path), **{f"tasks/{e}": str(a.files["tasks"]) for e, a in
-                                            ((n.removeprefix("sft_"), a) for n, a in sft.items())}}
+        data = {
+            "train": str(data_path),
+            **{f"tasks/{e}": str(a.files["tasks"]) for e, a in ((n.removeprefix("sft_"), a) for n, a in sft.items())},
+        }
         record = run_training_stage(
-            context, stage="grpo_curriculum", env_short=owner, config=training, out=out,
-            model_dir=str(start.files["model"]), data=data,
-            reward_configs=_reward_configs(envs, training, out.parent), launcher=launcher, tracking=tracking,
+            context,
+            stage="grpo_curriculum",
+            env_short=owner,
+            config=training,
+            out=out,
+            model_dir=str(start.files["model"]),
+            data=data,
+            reward_configs=_reward_configs(envs, training, out.parent),
+            launcher=launcher,
+            tracking=tracking,
             resume=config.resume,
         )
-        return _checkpoint_artifact(training, out, record, stage="rlft_stage2", env_label="+".join(envs),
-                                    registry_model=catalog.stage2_model_name(training),
-                                    sample=any(a.facts.get("sample") for a in sft.values()))
+        return _checkpoint_artifact(
+            training,
+            out,
+            record,
+            stage="rlft_stage2",
+            env_label="+".join(envs),
+            registry_model=catalog.stage2_model_name(training),
+            sample=any(a.facts.get("sample") for a in sft.values()),
+        )
 
     return rlft_stage2
 
@@ -543,15 +684,27 @@ def training_assets() -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDef
         assets.append(build_sft_data_asset(env_short))
         assets += [build_stage_asset(env_short, stage) for stage in catalog.ENV_STAGES]
         review = catalog.review_key(env_short, "rlft_stage1")
-        assets.append(build_review_asset(review, catalog.checkpoint_key(env_short, "rlft_stage1"),
-                                         [f"sft_data/{env_short}"], f"the {env_short} stage-1 checkpoint"))
+        assets.append(
+            build_review_asset(
+                review,
+                catalog.checkpoint_key(env_short, "rlft_stage1"),
+                [f"sft_data/{env_short}"],
+                f"the {env_short} stage-1 checkpoint",
+            )
+        )
         checks.append(build_review_check(review))
         assets += [build_signoff_asset(env_short), build_promoted_asset(env_short)]
     owner = catalog.stage2_env()
     if owner is not None:
         config = catalog.training_config(owner)
         assets.append(build_stage2_asset(owner, config))
-        assets.append(build_review_asset(catalog.STAGE2_REVIEW, catalog.STAGE2,
-                                         [f"sft_data/{e}" for e in config.curriculum.envs], "the stage-2 checkpoint"))
+        assets.append(
+            build_review_asset(
+                catalog.STAGE2_REVIEW,
+                catalog.STAGE2,
+                [f"sft_data/{e}" for e in config.curriculum.envs],
+                "the stage-2 checkpoint",
+            )
+        )
         checks.append(build_review_check(catalog.STAGE2_REVIEW))
     return assets, checks

@@ -39,17 +39,25 @@ def build_triage_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
         path = notes / f"{datetime.now(UTC):%Y-%m-%d}-triage-{env.short}-{model.key}.md"
         write_redacted(
             path,
-            triage_markdown(report, env=env.env_id, model=model.name, eval_dir=str(evaluation.path),
-                            sample=bool(evaluation.facts.get("sample"))),
+            triage_markdown(
+                report,
+                env=env.env_id,
+                model=model.name,
+                eval_dir=str(evaluation.path),
+                sample=bool(evaluation.facts.get("sample")),
+            ),
         )
         write_json(path.with_suffix(".json"), report)
         return Artifact(
             path=path,
             config={"env": env.env_id, "model": model.name},
             facts={"eval_dir": str(evaluation.path), "sample": evaluation.facts.get("sample", False)},
-            metadata={"counts": report["counts"], "n_low_reward": report["n_low_reward"],
-                      "notes": dg.MetadataValue.path(str(path)),
-                      "preview": dg.MetadataValue.md(path.read_text()[:4000])},
+            metadata={
+                "counts": report["counts"],
+                "n_low_reward": report["n_low_reward"],
+                "notes": dg.MetadataValue.path(str(path)),
+                "preview": dg.MetadataValue.md(path.read_text()[:4000]),
+            },
             files={"notes": path, "report": path.with_suffix(".json")},
         )
 

@@ -76,7 +76,7 @@ def table_rows(text: str) -> Iterator[TableRow]:
     for number, line in enumerate(lines, start=1):
         stripped = line.strip()
         if stripped.startswith("# Scoreboard: "):
-            env = stripped[len("# Scoreboard: "):].strip()
+            env = stripped[len("# Scoreboard: ") :].strip()
         if not stripped.startswith("|"):
             header = None
             continue
@@ -125,8 +125,11 @@ def audit_report(path: Path) -> AuditResult:
             continue
         result.rows += 1
         where = f"{path.name}:{row.line}"
-        shows = (f"{row.cells.get('attacker')} vs {row.cells.get('defender')}" if row.table == "tournament"
-                 else f"{row.cells.get('env') or row.env} / {row.cells.get('model', '?')}")
+        shows = (
+            f"{row.cells.get('attacker')} vs {row.cells.get('defender')}"
+            if row.table == "tournament"
+            else f"{row.cells.get('env') or row.env} / {row.cells.get('model', '?')}"
+        )
         result.checked.append((row.line, shows, row.cells.get("run", "-")))
         missing = [p for p in cited if not p.is_file()]
         if missing:
@@ -176,6 +179,10 @@ def main_audit(report: str) -> int:
     print(
         f"{verdict}: {result.report}: {result.rows} sourced rows, {result.cells} cells checked against "
         f"{len(result.sources)} cited files, {len(result.problems)} mismatches"
-        + (f"; {result.unsourced} rows cite no JSON (training compute, totals) and are not checked" if result.unsourced else "")
+        + (
+            f"; {result.unsourced} rows cite no JSON (training compute, totals) and are not checked"
+            if result.unsourced
+            else ""
+        )
     )
     return 1 if result.problems else 0

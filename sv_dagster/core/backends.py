@@ -35,6 +35,7 @@ from sv_dagster.core.registry import ModelSpec
 POOL_SIZE = 8
 """Connections per HTTP pool of an OpenAI-compatible backend."""
 
+
 class BackendConfigError(ValueError):
     """The model's configuration is unusable (raised before any model call)."""
 
@@ -123,11 +124,13 @@ class HeuristicBackend:
                 {"id": f"call_{i}", "type": "function", "function": {"name": t["function"]["name"], "arguments": "{}"}}
                 for i, t in enumerate(tools)
             )
-            return Completion(text="", usage=None, latency_s=time.perf_counter() - start,
-                              finish_reason="tool_calls", tool_calls=calls)
+            return Completion(
+                text="", usage=None, latency_s=time.perf_counter() - start, finish_reason="tool_calls", tool_calls=calls
+            )
         if getattr(self.reply, "takes_messages", False):  # a dialogue baseline reads the conversation
-            return Completion(text=self.reply(messages), usage=None, latency_s=time.perf_counter() - start,
-                              finish_reason="stop")
+            return Completion(
+                text=self.reply(messages), usage=None, latency_s=time.perf_counter() - start, finish_reason="stop"
+            )
         prompt = next((m["content"] for m in reversed(messages) if m["role"] == "user"), "")
         # A baseline may do real work (the oracle runs the tools): keep the event loop free.
         text = await asyncio.to_thread(self.reply, prompt) if self.oracle else self.reply(prompt)
@@ -333,8 +336,11 @@ class OpenAICompatibleBackend:
         if choice is None or choice.message is None:
             raise UnusableReply("the reply has no choices" if choice is None else "the reply's choice has no message")
         calls = tuple(
-            {"id": call.id, "type": "function",
-             "function": {"name": call.function.name, "arguments": call.function.arguments or ""}}
+            {
+                "id": call.id,
+                "type": "function",
+                "function": {"name": call.function.name, "arguments": call.function.arguments or ""},
+            }
             for call in (choice.message.tool_calls or [])
             if getattr(call, "function", None) is not None
         )
@@ -345,8 +351,14 @@ class OpenAICompatibleBackend:
             len(c["function"]["arguments"].encode("utf-8", "surrogatepass")) for c in calls
         )
         if size > self.spec.max_reply_bytes:
-            raise UnusableReply(f"the reply holds {size:,} bytes of text, over max_reply_bytes {self.spec.max_reply_bytes:,}")
-        usage = response.usage.model_dump(include={"prompt_tokens", "completion_tokens", "total_tokens"}) if response.usage else None
+            raise UnusableReply(
+                f"the reply holds {size:,} bytes of text, over max_reply_bytes {self.spec.max_reply_bytes:,}"
+            )
+        usage = (
+            response.usage.model_dump(include={"prompt_tokens", "completion_tokens", "total_tokens"})
+            if response.usage
+            else None
+        )
         return Completion(text=text, usage=usage, latency_s=0.0, finish_reason=choice.finish_reason, tool_calls=calls)
 
     async def aclose(self) -> None:

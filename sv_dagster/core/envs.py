@@ -110,14 +110,19 @@ def discover() -> dict[str, EnvSpec]:
         try:
             environment = entry.load()
         except Exception as exc:
-            raise EnvironmentPluginError(f"environment entry point {entry.name} = {entry.value}: "
-                                         f"{type(exc).__name__}: {exc}") from exc
+            raise EnvironmentPluginError(
+                f"environment entry point {entry.name} = {entry.value}: {type(exc).__name__}: {exc}"
+            ) from exc
         if not isinstance(environment, Environment):
-            raise EnvironmentPluginError(f"environment entry point {entry.name} = {entry.value} is a "
-                                         f"{type(environment).__name__}, not an sv_shared Environment")
+            raise EnvironmentPluginError(
+                f"environment entry point {entry.name} = {entry.value} is a "
+                f"{type(environment).__name__}, not an sv_shared Environment"
+            )
         if environment.short in found:
-            raise EnvironmentPluginError(f"two installed environments call themselves {environment.short!r}: "
-                                         f"{found[environment.short].env_id} and {environment.env_id}")
+            raise EnvironmentPluginError(
+                f"two installed environments call themselves {environment.short!r}: "
+                f"{found[environment.short].env_id} and {environment.env_id}"
+            )
         found[environment.short] = EnvSpec.of(environment)
     return dict(sorted(found.items()))
 
@@ -130,8 +135,10 @@ def env_by_id(env_id: str) -> EnvSpec:
     for spec in ENVS.values():
         if spec.env_id == env_id:
             return spec
-    raise KeyError(f"no installed environment has the taskset id {env_id!r} (installed: "
-                   f"{', '.join(spec.env_id for spec in ENVS.values())})")
+    raise KeyError(
+        f"no installed environment has the taskset id {env_id!r} (installed: "
+        f"{', '.join(spec.env_id for spec in ENVS.values())})"
+    )
 
 
 def counterpart_pairs() -> list[tuple[EnvSpec, EnvSpec]]:
@@ -142,10 +149,10 @@ def counterpart_pairs() -> list[tuple[EnvSpec, EnvSpec]]:
 
 
 def pair_label(attack: EnvSpec, defense: EnvSpec) -> str:
-    """"E5<->E6": how reports and descriptions name a pair."""
+    """How reports and descriptions name a pair, e.g. "E5<->E6"."""
     return f"{attack.short.upper()}<->{defense.short.upper()}"
 
 
 def pair_key(attack: EnvSpec, defense: EnvSpec) -> str:
-    """"e5_e6": the asset key part and job suffix of a pair."""
+    """The asset key part and job suffix of a pair, e.g. "e5_e6"."""
     return f"{attack.short}_{defense.short}"

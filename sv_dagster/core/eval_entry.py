@@ -28,22 +28,36 @@ def run_spec(spec: dict[str, Any], log) -> dict[str, Any]:
     target = registry[spec["target_model"]] if spec.get("target_model") else None
     outputs_root = Path(spec["outputs_root"])
     log(f"evaluating {model.name} on {env.env_id}: {spec['dataset_path']}")
-    progress = EvalProgress(spec["total"], f"eval {env.short}/{model.name}", log) if spec.get("total") is not None else None
+    progress = (
+        EvalProgress(spec["total"], f"eval {env.short}/{model.name}", log) if spec.get("total") is not None else None
+    )
     run = evaluate(
-        env, model, make_backend(model, env.env_id, spec.get("checkpoint")),
-        dataset_path=Path(spec["dataset_path"]), outputs_root=outputs_root, run_id=spec["run_id"],
+        env,
+        model,
+        make_backend(model, env.env_id, spec.get("checkpoint")),
+        dataset_path=Path(spec["dataset_path"]),
+        outputs_root=outputs_root,
+        run_id=spec["run_id"],
         resume=spec.get("resume", False),
         cache=ResponseCache(outputs_root / "cache" / "responses.sqlite3") if spec.get("use_cache") else None,
-        limit=spec.get("limit"), concurrency=spec.get("concurrency"),
-        reward_config=Path(spec["reward_config"]) if spec.get("reward_config") else None, seed=spec.get("seed"),
-        dataset_info=spec.get("dataset_info"), use_tools=spec.get("use_tools", True),
-        counterpart=make_backend(target, env.counterpart_env) if target else None, counterpart_model=target,
+        limit=spec.get("limit"),
+        concurrency=spec.get("concurrency"),
+        reward_config=Path(spec["reward_config"]) if spec.get("reward_config") else None,
+        seed=spec.get("seed"),
+        dataset_info=spec.get("dataset_info"),
+        use_tools=spec.get("use_tools", True),
+        counterpart=make_backend(target, env.counterpart_env) if target else None,
+        counterpart_model=target,
         progress=progress,
     )
     if progress is not None:
         progress.finish()
     log(f"finished: {run.summary.get('n_examples')} examples, mean reward {run.summary.get('mean_reward')}")
-    return {"run_dir": str(run.run_dir), "n_examples": run.summary.get("n_examples"), "mean_reward": run.summary.get("mean_reward")}
+    return {
+        "run_dir": str(run.run_dir),
+        "n_examples": run.summary.get("n_examples"),
+        "mean_reward": run.summary.get("mean_reward"),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:

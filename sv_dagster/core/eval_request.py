@@ -27,15 +27,21 @@ def check_models(env_short: str, names: Sequence[str], registry: Mapping[str, Mo
     API key set (the environment and .env are read by then)."""
     for name in names:
         if name not in registry:
-            raise EvalRequestError(f"unknown model {name!r}{_close(name, sorted(registry))}; "
-                                   f"the models for {env_short}: {', '.join(_serving(env_short, registry))}")
+            raise EvalRequestError(
+                f"unknown model {name!r}{_close(name, sorted(registry))}; "
+                f"the models for {env_short}: {', '.join(_serving(env_short, registry))}"
+            )
         spec = registry[name]
         if not spec.supports(env_short):
-            raise EvalRequestError(f"model {name!r} is registered for {', '.join(spec.envs)}, not {env_short}; "
-                                   f"the models for {env_short}: {', '.join(_serving(env_short, registry))}")
+            raise EvalRequestError(
+                f"model {name!r} is registered for {', '.join(spec.envs)}, not {env_short}; "
+                f"the models for {env_short}: {', '.join(_serving(env_short, registry))}"
+            )
         if spec.api_key_env and not os.environ.get(spec.api_key_env):
-            raise EvalRequestError(f"model {name!r} needs the environment variable {spec.api_key_env} (put it in .env "
-                                   f"or export it); nothing was run")
+            raise EvalRequestError(
+                f"model {name!r} needs the environment variable {spec.api_key_env} (put it in .env "
+                f"or export it); nothing was run"
+            )
 
 
 def _serving(env_short: str, registry: Mapping[str, ModelSpec]) -> list[str]:
@@ -62,13 +68,16 @@ def parse_n(text: str) -> int | None:
 
 def check_split(split: str, sizes: Mapping[str, int], dataset: str) -> None:
     if split not in sizes:
-        raise EvalRequestError(f"{dataset} has no split {split!r}{_close(split, sorted(sizes))}; "
-                               f"its splits: {', '.join(sorted(sizes))}")
+        raise EvalRequestError(
+            f"{dataset} has no split {split!r}{_close(split, sorted(sizes))}; its splits: {', '.join(sorted(sizes))}"
+        )
 
 
 def check_limit(limit: int | None, split: str, size: int, dataset: str) -> None:
     """A limit is a number of examples to draw; more than the split holds is a mistake, not
     a request for all of them (that is no limit: `--n all`)."""
     if limit is not None and limit > size:
-        raise EvalRequestError(f"--n {limit} is more than the {size} examples of split {split!r} of {dataset}; "
-                               f"ask for at most {size}, or `--n all`")
+        raise EvalRequestError(
+            f"--n {limit} is more than the {size} examples of split {split!r} of {dataset}; "
+            f"ask for at most {size}, or `--n all`"
+        )

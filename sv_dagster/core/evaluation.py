@@ -1,8 +1,8 @@
 """One evaluation: a model on an environment's dataset, written as eval artifacts.
 
-    outputs/evals/<env_id>--<model>/<run_id>/metadata.json   what ran (before the first call)
-                                             results.jsonl   one line per example, as it finishes
-                                             summary.json    metrics, when the run ends
+outputs/evals/<env_id>--<model>/<run_id>/metadata.json   what ran (before the first call)
+                                         results.jsonl   one line per example, as it finishes
+                                         summary.json    metrics, when the run ends
 """
 
 from __future__ import annotations
@@ -137,15 +137,21 @@ def evaluate(
     _write_json(metadata_path, metadata)
     counts = asyncio.run(
         run_eval(
-            tasks, backend, results_path, concurrency=concurrency, parse=env.parse, resume=resume,
-            price=lambda usage: prices.cost(model.model, usage), use_tools=use_tools, counterpart=counterpart,
-            observe=observe, progress=progress,
+            tasks,
+            backend,
+            results_path,
+            concurrency=concurrency,
+            parse=env.parse,
+            resume=resume,
+            price=lambda usage: prices.cost(model.model, usage),
+            use_tools=use_tools,
+            counterpart=counterpart,
+            observe=observe,
+            progress=progress,
         )
     )
     summary = env.summarize(read_results(results_path, drop=SUMMARY_DROP), settings)
-    summary.update(
-        run_id=run_id, env=env.env_id, model=model.name, sample=bool((dataset_info or {}).get("sample"))
-    )
+    summary.update(run_id=run_id, env=env.env_id, model=model.name, sample=bool((dataset_info or {}).get("sample")))
     if tool_cache_before is not None:  # this run's share of the shared tool-result cache
         summary["tool_cache"] = metadata["tool_cache"] = _cache_delta(tool_cache_before, env.tool_cache_now())
     metadata.update(finished_at=datetime.now(UTC).isoformat(), counts=counts.__dict__)
@@ -233,7 +239,9 @@ def rescore(
 
     asyncio.run(score_all())
     summary = env.summarize(read_results(results_path, drop=SUMMARY_DROP), settings)
-    summary.update(run_id=run_id, env=env.env_id, model=model["name"], sample=bool(source_meta["dataset"].get("sample")))
+    summary.update(
+        run_id=run_id, env=env.env_id, model=model["name"], sample=bool(source_meta["dataset"].get("sample"))
+    )
     metadata["finished_at"] = datetime.now(UTC).isoformat()
     _write_json(run_dir / "metadata.json", metadata)
     _write_json(run_dir / "summary.json", summary)

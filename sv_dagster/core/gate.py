@@ -93,12 +93,19 @@ def regression_gate(candidate_dir: Path, outputs_root: Path) -> GateResult:
     metadata = json.loads((candidate_dir / "metadata.json").read_text())
     base = baseline_dir(outputs_root, metadata["env"], metadata["model"]["name"])
     if not (base / "results.jsonl").exists():
-        return GateResult(NO_BASELINE, None, note=f"no baseline recorded at {base}; record one with "
-                          f"`sv-dagster baseline record {candidate_dir}`")
+        return GateResult(
+            NO_BASELINE,
+            None,
+            note=f"no baseline recorded at {base}; record one with `sv-dagster baseline record {candidate_dir}`",
+        )
     base_meta = json.loads((base / "metadata.json").read_text())
     if _split(base_meta) != _split(metadata):
-        return GateResult(NO_BASELINE, base_meta["run_id"], note=f"the baseline at {base} is of split "
-                          f"{_split(base_meta)!r}, this eval of {_split(metadata)!r}; nothing compared")
+        return GateResult(
+            NO_BASELINE,
+            base_meta["run_id"],
+            note=f"the baseline at {base} is of split "
+            f"{_split(base_meta)!r}, this eval of {_split(metadata)!r}; nothing compared",
+        )
     baseline_rows, candidate_rows = read_results(base / "results.jsonl"), read_results(candidate_dir / "results.jsonl")
     comparisons, failures = [], []
     for name, (value, binary) in CORE_METRICS.items():
@@ -114,6 +121,9 @@ def regression_gate(candidate_dir: Path, outputs_root: Path) -> GateResult:
                 f"p={comparison.p_value:.2g}, {comparison.test})"
             )
     if not comparisons:
-        return GateResult(NO_BASELINE, base_meta["run_id"],
-                          note=f"no scored example shared with the baseline at {base}; nothing compared")
+        return GateResult(
+            NO_BASELINE,
+            base_meta["run_id"],
+            note=f"no scored example shared with the baseline at {base}; nothing compared",
+        )
     return GateResult(FAIL if failures else PASS, base_meta["run_id"], comparisons, failures)

@@ -191,7 +191,7 @@ def _node_from_record(key: str, record: Any, **kwargs: Any) -> LineageNode:
     inputs = metadata_value(metadata, "input_data_versions")
     if not isinstance(inputs, Mapping):  # not recorded by provenance: Dagster's own tags
         inputs = {
-            name[len(INPUT_DATA_VERSION_TAG):]: version
+            name[len(INPUT_DATA_VERSION_TAG) :]: version
             for name, version in tags.items()
             if name.startswith(INPUT_DATA_VERSION_TAG)
         }
@@ -235,9 +235,7 @@ def _choose_parent(child_record: Any, child: LineageNode, parent_key: str, recor
     return records[0], "fallback_latest"
 
 
-def _expand(
-    graph: Any, log: _Log, node: LineageNode, record: Any, path: tuple[str, ...]
-) -> None:
+def _expand(graph: Any, log: _Log, node: LineageNode, record: Any, path: tuple[str, ...]) -> None:
     asset_key = dg.AssetKey.from_user_string(node.key)
     parent_keys = sorted(graph.get(asset_key).parent_keys, key=lambda k: k.to_user_string())
     for parent_asset_key in parent_keys:
@@ -248,7 +246,9 @@ def _expand(
         records = log.records(parent_asset_key)
         if not records:
             node.parents.append(
-                LineageNode(key=parent_key, materialized=False, matched=None, match="none", expected_data_version=expected)
+                LineageNode(
+                    key=parent_key, materialized=False, matched=None, match="none", expected_data_version=expected
+                )
             )
             continue
         chosen, how = _choose_parent(record, node, parent_key, records)
@@ -290,11 +290,15 @@ def lineage(
     if not records:
         return LineageNode(key=user_key, materialized=False, matched=None, match="none", partition=partition)
     chosen = [
-        r for r in records
-        if (run_id is None or r.run_id.startswith(run_id)) and (data_version is None or (_data_version(r) or "").startswith(data_version))
+        r
+        for r in records
+        if (run_id is None or r.run_id.startswith(run_id))
+        and (data_version is None or (_data_version(r) or "").startswith(data_version))
     ]
     if not chosen:
-        wanted = " and ".join(f"{name} {value}" for name, value in (("run", run_id), ("data version", data_version)) if value)
+        wanted = " and ".join(
+            f"{name} {value}" for name, value in (("run", run_id), ("data version", data_version)) if value
+        )
         recent = ", ".join(f"run {r.run_id[:8]} data version {(_data_version(r) or '-')[:12]}" for r in records[:3])
         raise LineageError(f"no materialization of {user_key!r} has {wanted}; its newest: {recent}")
     how = "latest" if chosen[0] is records[0] else "selected"
@@ -416,8 +420,15 @@ def report_row_asset(report: Path, line: int) -> tuple[str, str, str]:
     return f"eval/{env}/{model}", run, version
 
 
-def main_lineage(key: str, partition: str | None = None, as_json: bool = False, *, run_id: str | None = None,
-                 data_version: str | None = None, row: int | None = None) -> int:
+def main_lineage(
+    key: str,
+    partition: str | None = None,
+    as_json: bool = False,
+    *,
+    run_id: str | None = None,
+    data_version: str | None = None,
+    row: int | None = None,
+) -> int:
     """`sv-dagster lineage KEY [--partition P] [--run R] [--data-version V] [--json]`, or
     `sv-dagster lineage REPORT --row LINE`: 0 printed, 2 on a key that is unknown or never
     materialized, or a run, version or row that names no materialization (message on stderr)."""

@@ -125,13 +125,18 @@ class LocalTransformersBackend:
             self._worker = loop.create_task(self._serve())
         future = loop.create_future()
         assert self._queue is not None
-        await self._queue.put(_Request([{"role": m["role"], "content": m.get("content") or ""} for m in messages], future))
+        await self._queue.put(
+            _Request([{"role": m["role"], "content": m.get("content") or ""} for m in messages], future)
+        )
         await asyncio.sleep(0)  # let concurrent callers enqueue before the batch is cut
         text, prompt_tokens, completion_tokens, finish = await future
         return Completion(
             text=text,
-            usage={"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                   "total_tokens": prompt_tokens + completion_tokens},
+            usage={
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
             latency_s=time.perf_counter() - start,
             finish_reason=finish,
         )

@@ -133,8 +133,9 @@ class StepProgress:
 
     def start(self, step: int, max_steps: int | None) -> None:
         if max_steps and max_steps > 0:
-            self.progress = Progress(max_steps, self.label, self.emit, count_format="step {done}/{total}",
-                                     rate_unit="step", **self.options)
+            self.progress = Progress(
+                max_steps, self.label, self.emit, count_format="step {done}/{total}", rate_unit="step", **self.options
+            )
             self.progress.start(step)
 
     def metrics(self, payload: dict[str, Any]) -> None:

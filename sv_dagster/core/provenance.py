@@ -39,9 +39,7 @@ def git_state(root: Path = PROJECT_ROOT) -> dict[str, Any]:
 
     def git(*args: str) -> str | None:
         try:
-            out = subprocess.run(
-                ["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10
-            )
+            out = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             return None
         return out.stdout.strip() if out.returncode == 0 else None
@@ -86,8 +84,7 @@ def content_hash(paths: Iterable[Path]) -> str:
     for path in map(Path, paths):
         if path.is_dir():
             entries.extend(
-                (str(p.relative_to(path)), p) for p in path.rglob("*")
-                if p.is_file() and p != path / PROVENANCE_FILE
+                (str(p.relative_to(path)), p) for p in path.rglob("*") if p.is_file() and p != path / PROVENANCE_FILE
             )
         else:
             entries.append((path.name, path))

@@ -157,7 +157,9 @@ def _spec(name: str, raw: Any, where: str) -> ModelSpec:
         envs=tuple(envs),
         max_concurrency=int(raw.get("max_concurrency", 4)),
         requests_per_minute=int(raw["requests_per_minute"]) if raw.get("requests_per_minute") else None,
-        max_reply_bytes=_positive_int(raw.get("max_reply_bytes", ModelSpec.max_reply_bytes), "max_reply_bytes", name, where),
+        max_reply_bytes=_positive_int(
+            raw.get("max_reply_bytes", ModelSpec.max_reply_bytes), "max_reply_bytes", name, where
+        ),
         sampling=sampling,
         description=str(raw.get("description", "")),
         checkpoint_asset=raw.get("checkpoint_asset"),

@@ -39,7 +39,9 @@ class EvalRecord:
         return datetime.fromtimestamp(self.timestamp).strftime("%Y-%m-%d %H:%M")
 
 
-def load_record(env: str, model: str, run_dir: Path, timestamp: float, data_version: str, run_id: str = "") -> EvalRecord:
+def load_record(
+    env: str, model: str, run_dir: Path, timestamp: float, data_version: str, run_id: str = ""
+) -> EvalRecord:
     summary = json.loads((run_dir / "summary.json").read_text())
     return EvalRecord(env, model, run_dir, summary, timestamp, data_version, run_id)
 
@@ -80,8 +82,11 @@ def _delta(now: Any, before: Any) -> str:
 
 
 def _curve(tournament: dict[str, Any]) -> str:
-    return " -> ".join(f"{r['attacker_success_rate']:.2f}" for r in tournament.get("rounds", [])
-                       if r.get("attacker_success_rate") is not None)
+    return " -> ".join(
+        f"{r['attacker_success_rate']:.2f}"
+        for r in tournament.get("rounds", [])
+        if r.get("attacker_success_rate") is not None
+    )
 
 
 def row_cells(table: str, env: str) -> dict[str, Any]:
@@ -90,12 +95,16 @@ def row_cells(table: str, env: str) -> dict[str, Any]:
     with it, and the audit renders them again to compare."""
     if table == "tournament":
         return {"success per round": lambda cited: _curve(cited[0])}
-    mean = {"mean reward [95% CI]": lambda cited: _with_ci(cited[0].get("mean_reward"), _ci_of(cited[0], "mean_reward"))}
+    mean = {
+        "mean reward [95% CI]": lambda cited: _with_ci(cited[0].get("mean_reward"), _ci_of(cited[0], "mean_reward"))
+    }
     if table == "weekly":
         return {
             **mean,
             "previous": lambda cited: _fmt(cited[1].get("mean_reward")) if len(cited) > 1 else "-",
-            "delta": lambda cited: _delta(cited[0].get("mean_reward"), cited[1].get("mean_reward")) if len(cited) > 1 else "-",
+            "delta": lambda cited: (
+                _delta(cited[0].get("mean_reward"), cited[1].get("mean_reward")) if len(cited) > 1 else "-"
+            ),
             "accuracy [95% CI]": lambda cited: _with_ci(cited[0].get("accuracy"), _ci_of(cited[0], "accuracy")),
         }
     cells = dict(mean)
@@ -198,7 +207,8 @@ def weekly_markdown(
         cited = [r.summary, *([prev.summary] if prev else [])]
         links = f"[summary]({_link(r, base)})" + (f" [previous]({_link(prev, base)})" if prev else "")
         lines.append(
-            f"| {r.env} | {r.model} | " + " | ".join(render(cited) for render in cells.values())
+            f"| {r.env} | {r.model} | "
+            + " | ".join(render(cited) for render in cells.values())
             + f" | {source_cells(r.run_id, r.data_version)} | {links} |"
         )
     regressions = [(key, gate) for key, gate in gates.items() if gate.get("failures")]
@@ -218,7 +228,11 @@ def weekly_markdown(
         f"- {r.env} / {r.model}: {r.summary['n_errors']} examples unscored (errors)"
         for r in records
         if r.summary.get("n_errors")
-    ] + [f"- {r.env} / {r.model}: {r.summary['n_unpriced']} calls without a price" for r in records if r.summary.get("n_unpriced")]
+    ] + [
+        f"- {r.env} / {r.model}: {r.summary['n_unpriced']} calls without a price"
+        for r in records
+        if r.summary.get("n_unpriced")
+    ]
     if any(r.summary.get("sample") for r in records):
         risks.append("- evals ran on SAMPLE data; point the corpora at the real sources before drawing conclusions")
     lines += ["", "## Open risks", "", *(risks or ["- none noted"]), ""]
@@ -258,8 +272,18 @@ def training_compute(records: Sequence[TrainingRecord]) -> list[dict[str, Any]]:
     """Wall time and CPU/GPU hours summed per (model, environment); `checkpoints` oldest first."""
     totals: dict[tuple[str, str], dict[str, Any]] = {}
     for r in sorted(records, key=lambda r: r.timestamp):
-        row = totals.setdefault((r.model, r.env), {"model": r.model, "env": r.env, "runs": 0, "wall_seconds": 0.0,
-                                                   "cpu_hours": 0.0, "gpu_hours": 0.0, "checkpoints": []})
+        row = totals.setdefault(
+            (r.model, r.env),
+            {
+                "model": r.model,
+                "env": r.env,
+                "runs": 0,
+                "wall_seconds": 0.0,
+                "cpu_hours": 0.0,
+                "gpu_hours": 0.0,
+                "checkpoints": [],
+            },
+        )
         row["runs"] += 1
         row["wall_seconds"] += r.wall_seconds
         row["cpu_hours"] += r.cpu_hours
@@ -278,8 +302,12 @@ def current_checkpoint(row: dict[str, Any], promoted: Mapping[str, str]) -> tupl
 
 
 def monthly_report(
-    month: str, records: Sequence[EvalRecord], out_dir: Path, tournaments: Sequence[TournamentRecord] = (),
-    training: Sequence[TrainingRecord] = (), promoted: Mapping[str, str] | None = None,
+    month: str,
+    records: Sequence[EvalRecord],
+    out_dir: Path,
+    tournaments: Sequence[TournamentRecord] = (),
+    training: Sequence[TrainingRecord] = (),
+    promoted: Mapping[str, str] | None = None,
 ) -> dict[str, Path]:
     """Markdown + HTML with PNG plots: reliability diagrams, reward trends per model and
     env, cost per model, the attacker success curves of the month's red-team tournaments, and
@@ -341,28 +369,46 @@ def monthly_report(
     md += ["", "## Training compute", ""]
     compute = training_compute(training)
     if compute:
-        md += ["| model | env | runs | wall time (s) | CPU hours | GPU hours | current checkpoint |", "|---|---|---|---|---|---|---|"]
+        md += [
+            "| model | env | runs | wall time (s) | CPU hours | GPU hours | current checkpoint |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for row in compute:
             path, how = current_checkpoint(row, promoted or {})
-            md.append(f"| {row['model']} | {row['env']} | {row['runs']} | {row['wall_seconds']:.1f} | {row['cpu_hours']:.4f} | "
-                      f"{row['gpu_hours']:.4f} | [{Path(path).name}]({os.path.relpath(path, out_dir)}) ({how}) |")
-        md += ["", f"Total: {sum(r['cpu_hours'] for r in compute):.4f} CPU hours, "
-                   f"{sum(r['gpu_hours'] for r in compute):.4f} GPU hours.", ""]
+            md.append(
+                f"| {row['model']} | {row['env']} | {row['runs']} | {row['wall_seconds']:.1f} | {row['cpu_hours']:.4f} | "
+                f"{row['gpu_hours']:.4f} | [{Path(path).name}]({os.path.relpath(path, out_dir)}) ({how}) |"
+            )
+        md += [
+            "",
+            f"Total: {sum(r['cpu_hours'] for r in compute):.4f} CPU hours, "
+            f"{sum(r['gpu_hours'] for r in compute):.4f} GPU hours.",
+            "",
+        ]
     else:
         md += ["No training ran this month.", ""]
     md += ["", "## Attacker success (red-team tournaments)", ""]
-    loaded = [(t, json.loads((t.path / "tournament.json").read_text())) for t in tournaments
-              if (t.path / "tournament.json").exists()]
+    loaded = [
+        (t, json.loads((t.path / "tournament.json").read_text()))
+        for t in tournaments
+        if (t.path / "tournament.json").exists()
+    ]
     if loaded:
         cells = row_cells("tournament", "")
-        md += ["| date | pair | attacker | defender | " + " | ".join(cells) + " | judged by | run | data version | tournament |",
-               "|---" * (len(cells) + 8) + "|"]
+        md += [
+            "| date | pair | attacker | defender | "
+            + " | ".join(cells)
+            + " | judged by | run | data version | tournament |",
+            "|---" * (len(cells) + 8) + "|",
+        ]
         loaded.sort(key=lambda item: item[0].timestamp)
         for t, data in loaded:
-            md.append(f"| {datetime.fromtimestamp(t.timestamp):%Y-%m-%d} | {data.get('pair') or '-'} "
-                      f"| {data['attacker']['name']} | {data['defender']['name']} "
-                      f"| " + " | ".join(render([data]) for render in cells.values()) + f" | {data.get('classifier')} "
-                      f"| {source_cells(t.run_id, t.data_version)} | [summary]({os.path.relpath(t.path / 'tournament.json', out_dir)}) |")
+            md.append(
+                f"| {datetime.fromtimestamp(t.timestamp):%Y-%m-%d} | {data.get('pair') or '-'} "
+                f"| {data['attacker']['name']} | {data['defender']['name']} "
+                f"| " + " | ".join(render([data]) for render in cells.values()) + f" | {data.get('classifier')} "
+                f"| {source_cells(t.run_id, t.data_version)} | [summary]({os.path.relpath(t.path / 'tournament.json', out_dir)}) |"
+            )
         fig = attacker_success_figure(plt, [(t.timestamp, data) for t, data in loaded])
         files["attacker_success"] = out_dir / "attacker-success.png"
         fig.savefig(files["attacker_success"], dpi=90, bbox_inches="tight")
@@ -389,12 +435,23 @@ def reliability_figure(plt: Any, env: str, curves: Mapping[str, list[tuple[float
     for i, (model, points) in enumerate(plotted):
         # Models often agree bin for bin: distinct markers and dashes, slightly transparent,
         # keep every line visible.
-        ax.plot([p[0] for p in points], [p[1] for p in points], marker=_MARKERS[i % len(_MARKERS)],
-                linestyle=_DASHES[i % len(_DASHES)], alpha=0.75, label=f"{model} (n={sum(p[2] for p in points)})")
+        ax.plot(
+            [p[0] for p in points],
+            [p[1] for p in points],
+            marker=_MARKERS[i % len(_MARKERS)],
+            linestyle=_DASHES[i % len(_DASHES)],
+            alpha=0.75,
+            label=f"{model} (n={sum(p[2] for p in points)})",
+        )
         for x, y, n in points:
             ax.annotate(str(n), (x, y), textcoords="offset points", xytext=(4, 3 + 7 * (i % 3)), fontsize=6)
-    ax.set(xlabel="confidence (label: examples in the bin)", ylabel="accuracy", title=f"Reliability: {env}",
-           xlim=(0, 1.05), ylim=(0, 1.08))
+    ax.set(
+        xlabel="confidence (label: examples in the bin)",
+        ylabel="accuracy",
+        title=f"Reliability: {env}",
+        xlim=(0, 1.05),
+        ylim=(0, 1.08),
+    )
     ax.legend(fontsize=7)
     return fig
 
@@ -405,7 +462,9 @@ def attacker_success_figure(plt: Any, tournaments: Sequence[tuple[float, dict[st
 
     fig, ax = plt.subplots(figsize=(6, 3.5))
     for timestamp, data in tournaments:
-        label = f"{datetime.fromtimestamp(timestamp):%m-%d %H:%M} {data['attacker']['name']} vs {data['defender']['name']}"
+        label = (
+            f"{datetime.fromtimestamp(timestamp):%m-%d %H:%M} {data['attacker']['name']} vs {data['defender']['name']}"
+        )
         rounds = data["rounds"]
         ax.plot([r["round"] for r in rounds], [r["attacker_success_rate"] for r in rounds], "o-", label=label)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
@@ -427,8 +486,16 @@ def cost_figure(plt: Any, month: str, costs: Mapping[str, float]) -> Any:
         ax.tick_params(axis="y", labelsize=7)
     else:
         unpriced = ", ".join(sorted(costs)) or "none"
-        ax.text(0.5, 0.5, f"No priced calls in {month}.\nModels evaluated (all free or local): {unpriced}",
-                ha="center", va="center", wrap=True, fontsize=8, transform=ax.transAxes)
+        ax.text(
+            0.5,
+            0.5,
+            f"No priced calls in {month}.\nModels evaluated (all free or local): {unpriced}",
+            ha="center",
+            va="center",
+            wrap=True,
+            fontsize=8,
+            transform=ax.transAxes,
+        )
         ax.set_axis_off()
         ax.set_title(f"Model cost, {month}")
     return fig
@@ -465,7 +532,7 @@ def _html_cell(cell: str) -> str:
     """A table cell's text, escaped, with its Markdown links as anchors."""
     out, end = [], 0
     for match in MARKDOWN_LINK.finditer(cell):
-        out.append(html.escape(cell[end:match.start()]))
+        out.append(html.escape(cell[end : match.start()]))
         out.append(f'<a href="{html.escape(match.group(2))}">{html.escape(match.group(1))}</a>')
         end = match.end()
     return "".join(out) + html.escape(cell[end:])

@@ -173,7 +173,9 @@ async def _run_one(
         for call in calls:
             function = call.get("function") or {}
             result = await toolbox.call(str(function.get("name")), str(function.get("arguments") or ""))
-            turns.append({"role": "tool", "tool_call_id": call.get("id") or "", "name": function.get("name"), "content": result})
+            turns.append(
+                {"role": "tool", "tool_call_id": call.get("id") or "", "name": function.get("name"), "content": result}
+            )
     row.update(
         completion=completion.text,
         usage=usage,
@@ -237,7 +239,9 @@ async def _run_dialogue(
         try:
             reply = await backend.complete(conversation)
         except CompletionFailed as exc:
-            row.update(error=f"model failed at turn {turn}: {exc}", error_kind="model", attempts=attempts + exc.attempts)
+            row.update(
+                error=f"model failed at turn {turn}: {exc}", error_kind="model", attempts=attempts + exc.attempts
+            )
             outcome = "model_error"
             break
         replies.append(reply)
@@ -263,7 +267,7 @@ async def _run_dialogue(
             break
     row.update(
         completion=completion,
-        turns=conversation[len(prompt):],
+        turns=conversation[len(prompt) :],
         usage=usage,
         cost_usd=None if None in costs else sum(costs),
         latency_s=round(latency, 4),
@@ -313,8 +317,11 @@ async def score_row(
         scores, weights, total = await score_completion(task, completion, model, row.get("turns"))
     except Exception as exc:  # a verifier bug must not lose the example
         row.update(
-            rewards=None, reward_weights=None, reward=None,
-            error=f"scoring failed: {type(exc).__name__}: {str(exc)[:500]}", error_kind="scoring",
+            rewards=None,
+            reward_weights=None,
+            reward=None,
+            error=f"scoring failed: {type(exc).__name__}: {str(exc)[:500]}",
+            error_kind="scoring",
         )
         return "scoring_error"
     row.update(rewards=scores, reward_weights=weights, reward=_finite(total), error=None, error_kind=None)

@@ -16,8 +16,9 @@ def _agreement(spec_json: str) -> dict[str, Any]:
 
     classifier = make_classifier(json.loads(spec_json))
     full = agreement(classifier)
-    full["held_out"] = {key: value for key, value in agreement(classifier, held_out(read_labelled_set())).items()
-                        if key in HEADLINE}
+    full["held_out"] = {
+        key: value for key, value in agreement(classifier, held_out(read_labelled_set())).items() if key in HEADLINE
+    }
     return full
 
 

@@ -44,7 +44,9 @@ def example_arrays(rows: Sequence[dict[str, Any]], costs: Any, abstain_label: st
         correct=np.array([label == row["answer"] for label, row in zip(labels, scored)], dtype=bool),
         confidence=np.array([np.nan if c is None else c for c in confidence], dtype=float),
         cost=np.array([decision_cost(label, row["answer"], costs) for label, row in zip(labels, scored)], dtype=float),
-        reward=np.array([row.get("reward") if row.get("reward") is not None else np.nan for row in scored], dtype=float),
+        reward=np.array(
+            [row.get("reward") if row.get("reward") is not None else np.nan for row in scored], dtype=float
+        ),
         max_cost=costs.max_cost,
     )
 
@@ -66,12 +68,16 @@ def headline_metrics(a: ExampleArrays, idx: np.ndarray) -> dict[str, np.ndarray]
     for b in range(10):  # expected calibration error, 10 equal-width bins
         in_bin = has_conf & (bins == b)
         count = in_bin.sum(axis=1)
-        gap = np.abs(_ratio((correct & in_bin).sum(axis=1), count) - _ratio(np.where(in_bin, conf, 0).sum(axis=1), count))
+        gap = np.abs(
+            _ratio((correct & in_bin).sum(axis=1), count) - _ratio(np.where(in_bin, conf, 0).sum(axis=1), count)
+        )
         ece += np.where(count > 0, count * np.nan_to_num(gap), 0)
     return {
         "accuracy": _ratio((correct & answered).sum(axis=1), n_answered),
         "cost_weighted_accuracy": 1.0 - a.cost[idx].mean(axis=1) / a.max_cost if a.max_cost else np.ones(idx.shape[0]),
-        "mean_reward": np.nanmean(a.reward[idx], axis=1) if not np.isnan(a.reward).all() else np.full(idx.shape[0], np.nan),
+        "mean_reward": np.nanmean(a.reward[idx], axis=1)
+        if not np.isnan(a.reward).all()
+        else np.full(idx.shape[0], np.nan),
         "ece": _ratio(ece, total),
     }
 
@@ -117,10 +123,12 @@ def mean_cis(
             cis[name] = None
             continue
         rng = np.random.default_rng(seed)
-        means = np.concatenate([
-            x[rng.integers(0, x.size, size=(min(200, n_boot - start), x.size))].mean(axis=1)
-            for start in range(0, n_boot, 200)
-        ])
+        means = np.concatenate(
+            [
+                x[rng.integers(0, x.size, size=(min(200, n_boot - start), x.size))].mean(axis=1)
+                for start in range(0, n_boot, 200)
+            ]
+        )
         cis[name] = [float(np.quantile(means, alpha / 2)), float(np.quantile(means, 1 - alpha / 2))]
     return cis
 

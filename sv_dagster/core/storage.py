@@ -36,7 +36,7 @@ def normalize_root(value: str) -> str:
     scheme = _URL.match(value)
     if not scheme:
         raise StorageError(f"{value!r} is not an fsspec URL (scheme://...)")
-    return scheme.group(0) + value[scheme.end():].rstrip("/")
+    return scheme.group(0) + value[scheme.end() :].rstrip("/")
 
 
 def join(root: str, relative: str) -> str:
@@ -57,7 +57,9 @@ def relative_to_root(path: Path, local_root: Path) -> str:
     try:
         return path.resolve().relative_to(local_root.resolve()).as_posix()
     except ValueError:
-        raise StorageError(f"{path} is not under the outputs root {local_root}; only artifacts written there are published") from None
+        raise StorageError(
+            f"{path} is not under the outputs root {local_root}; only artifacts written there are published"
+        ) from None
 
 
 def publish(local: Path, local_root: Path, root_url: str) -> str:
@@ -68,10 +70,15 @@ def publish(local: Path, local_root: Path, root_url: str) -> str:
         raise StorageError(f"{local}: nothing to publish (the recipe's artifact path does not exist)")
     fs, root = _fs(root_url)
     target = posixpath.join(root, relative)
-    files = [(local, target)] if local.is_file() else [
-        (file, posixpath.join(target, file.relative_to(local).as_posix()))
-        for file in sorted(local.rglob("*")) if file.is_file()
-    ]
+    files = (
+        [(local, target)]
+        if local.is_file()
+        else [
+            (file, posixpath.join(target, file.relative_to(local).as_posix()))
+            for file in sorted(local.rglob("*"))
+            if file.is_file()
+        ]
+    )
     try:
         for source, destination in files:
             fs.makedirs(posixpath.dirname(destination), exist_ok=True)
@@ -113,16 +120,22 @@ def fetch(url: str, local: Path) -> Path:
     return local
 
 
-def localize(paths: Iterable[Path], *, artifact_url: str, artifact_path: Path, root_url: str, local_root: Path) -> list[Path]:
+def localize(
+    paths: Iterable[Path], *, artifact_url: str, artifact_path: Path, root_url: str, local_root: Path
+) -> list[Path]:
     """Where `paths` (written under another machine's staging root) live under this machine's
     `local_root`, fetching from `root_url` whatever is missing here. `artifact_url` and
     `artifact_path` (one published artifact) tell the old root from the relative layout."""
     prefix = join(root_url, "")
     if not artifact_url.startswith(prefix):
-        raise StorageError(f"{artifact_url} is not under this machine's artifact root {root_url} (SV_OUTPUTS_DIR differs?)")
-    relative = Path(artifact_url[len(prefix):])
-    if artifact_path.parts[-len(relative.parts):] != relative.parts:
-        raise StorageError(f"{artifact_path} does not end in {relative.as_posix()}, the layout {artifact_url} was published with")
+        raise StorageError(
+            f"{artifact_url} is not under this machine's artifact root {root_url} (SV_OUTPUTS_DIR differs?)"
+        )
+    relative = Path(artifact_url[len(prefix) :])
+    if artifact_path.parts[-len(relative.parts) :] != relative.parts:
+        raise StorageError(
+            f"{artifact_path} does not end in {relative.as_posix()}, the layout {artifact_url} was published with"
+        )
     old_root = Path(*artifact_path.parts[: -len(relative.parts)])
     localized = []
     for path in paths:

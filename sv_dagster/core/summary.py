@@ -46,11 +46,11 @@ def classification_summary(rows: list[dict[str, Any]], settings: Any) -> dict[st
             for kind in ("prompt_tokens", "completion_tokens")
         },
         # 95% percentile bootstrap CIs (1,000 resamples, seed 42) of the headline metrics.
-        "ci95": {**bootstrap_cis(example_arrays(scored, settings.costs), seed=STANDARD_SEED),
-                 **mean_cis({"format_rate": valid_json}, seed=STANDARD_SEED)},
-        "mean_rewards": {
-            name: _mean((row.get("rewards") or {}).get(name) for row in scored) for name in reward_names
+        "ci95": {
+            **bootstrap_cis(example_arrays(scored, settings.costs), seed=STANDARD_SEED),
+            **mean_cis({"format_rate": valid_json}, seed=STANDARD_SEED),
         },
+        "mean_rewards": {name: _mean((row.get("rewards") or {}).get(name) for row in scored) for name in reward_names},
     }
 
 

@@ -54,14 +54,16 @@ class ToolBox:
         for name, fn in self._by_name.items():
             parameters = self._models[name].model_json_schema()
             parameters.pop("title", None)
-            out.append({
-                "type": "function",
-                "function": {
-                    "name": name,
-                    "description": inspect.cleandoc(fn.__doc__ or name),
-                    "parameters": parameters,
-                },
-            })
+            out.append(
+                {
+                    "type": "function",
+                    "function": {
+                        "name": name,
+                        "description": inspect.cleandoc(fn.__doc__ or name),
+                        "parameters": parameters,
+                    },
+                }
+            )
         return out
 
     async def call(self, name: str, arguments: str) -> str:

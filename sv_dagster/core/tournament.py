@@ -54,7 +54,7 @@ class RoundResult:
 @dataclass
 class TournamentResult:
     pair: str = ""
-    """"E5<->E6": the attack and defense environments."""
+    """The attack and defense environments, e.g. "E5<->E6"."""
     rounds: list[RoundResult] = field(default_factory=list)
     classifier: str | None = None
     classifier_agreement: dict[str, Any] | None = None
@@ -102,13 +102,24 @@ def run_tournament(
             if k > 1 and previous_successes:
                 probes = Path(scratch) / f"round-{k}-probes.jsonl"
                 probes.write_text(
-                    "".join(json.dumps(r) + "\n" for r in defender_probe_rows(previous_successes, probes_path or e6.package.bundled_dataset_path())),
+                    "".join(
+                        json.dumps(r) + "\n"
+                        for r in defender_probe_rows(
+                            previous_successes, probes_path or e6.package.bundled_dataset_path()
+                        )
+                    ),
                     encoding="utf-8",
                 )
                 defense = evaluate(
-                    e6, defender, make_backend(defender, e6.env_id), dataset_path=probes,
-                    outputs_root=outputs_root, run_id=f"{run_id}-r{k}-defense", concurrency=concurrency,
-                    dataset_info={"tournament_round": k, "sample": True}, task_options={"known_attacks": list(known)},
+                    e6,
+                    defender,
+                    make_backend(defender, e6.env_id),
+                    dataset_path=probes,
+                    outputs_root=outputs_root,
+                    run_id=f"{run_id}-r{k}-defense",
+                    concurrency=concurrency,
+                    dataset_info={"tournament_round": k, "sample": True},
+                    task_options={"known_attacks": list(known)},
                 )
             successes: list[tuple[str, list[int]]] = []
             refused: list[str] = []
@@ -120,10 +131,18 @@ def run_tournament(
                 refused.extend(refused_attacks(row))  # noqa: B023
 
             attack = evaluate(
-                e5, attacker, make_backend(attacker, e5.env_id), dataset_path=behaviors_path,
-                outputs_root=outputs_root, run_id=f"{run_id}-r{k}-attack", limit=limit, seed=seed,
-                concurrency=concurrency, dataset_info={"tournament_round": k, "sample": True},
-                counterpart=make_backend(defender, e6.env_id), counterpart_model=defender,
+                e5,
+                attacker,
+                make_backend(attacker, e5.env_id),
+                dataset_path=behaviors_path,
+                outputs_root=outputs_root,
+                run_id=f"{run_id}-r{k}-attack",
+                limit=limit,
+                seed=seed,
+                concurrency=concurrency,
+                dataset_info={"tournament_round": k, "sample": True},
+                counterpart=make_backend(defender, e6.env_id),
+                counterpart_model=defender,
                 task_options={
                     "target_known_attacks": list(known),
                     "blocked_attacks": list(dict.fromkeys(blocked))[-20:],
@@ -174,8 +193,13 @@ def plot_success_curve(result: TournamentResult, path: Path) -> Path:
     ax.errorbar(rounds, rates, yerr=[low, high], marker="o", capsize=4, label="attacker success (95% CI)")
     unsafe = [(r.round, r.defender_unsafe_rate) for r in result.rounds if r.defender_unsafe_rate is not None]
     if unsafe:
-        ax.plot([u[0] for u in unsafe], [u[1] for u in unsafe], marker="s", linestyle="--",
-                label="defender unsafe compliance (defense probes)")
+        ax.plot(
+            [u[0] for u in unsafe],
+            [u[1] for u in unsafe],
+            marker="s",
+            linestyle="--",
+            label="defender unsafe compliance (defense probes)",
+        )
     ax.set_xlabel("round")
     ax.set_ylabel("rate")
     ax.set_ylim(-0.02, 1.02)

@@ -19,11 +19,15 @@ def _turn_message(turn: dict[str, Any]) -> tuple[Any, bool]:
     if turn["role"] == "user":  # the other side of a dialogue
         return vf.UserMessage(content=str(turn.get("content") or "")), False
     if turn["role"] == "tool":
-        return vf.ToolMessage(tool_call_id=turn.get("tool_call_id") or "", content=str(turn.get("content") or ""),
-                              name=turn.get("name")), False
+        return vf.ToolMessage(
+            tool_call_id=turn.get("tool_call_id") or "", content=str(turn.get("content") or ""), name=turn.get("name")
+        ), False
     calls = [
-        ToolCall(id=call.get("id") or "", name=str((call.get("function") or {}).get("name")),
-                 arguments=str((call.get("function") or {}).get("arguments") or ""))
+        ToolCall(
+            id=call.get("id") or "",
+            name=str((call.get("function") or {}).get("name")),
+            arguments=str((call.get("function") or {}).get("arguments") or ""),
+        )
         for call in turn.get("tool_calls") or []
     ]
     return vf.AssistantMessage(content=turn.get("content"), tool_calls=calls or None), True
@@ -44,9 +48,7 @@ def completion_trace(
         message, sampled = _turn_message(turn)
         nodes.append(MessageNode(parent=len(nodes) - 1, message=message, sampled=sampled))
     if completion is not None:
-        nodes.append(
-            MessageNode(parent=len(nodes) - 1, message=vf.AssistantMessage(content=completion), sampled=True)
-        )
+        nodes.append(MessageNode(parent=len(nodes) - 1, message=vf.AssistantMessage(content=completion), sampled=True))
     trace = vf.Trace(
         task=TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
         state=state_cls(type(task))(),  # the task's own State subclass, as a rollout has

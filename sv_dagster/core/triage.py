@@ -8,8 +8,18 @@ from typing import Any
 
 # Most specific first: an example is filed under the first cause that applies.
 CAUSES = (
-    "error", "unsafe_compliance", "over_refusal", "unhelpful", "attacker_unsafe", "attack_failed",
-    "refusal", "schema_violation", "tool_misuse", "overconfident_error", "wrong_label", "abstention",
+    "error",
+    "unsafe_compliance",
+    "over_refusal",
+    "unhelpful",
+    "attacker_unsafe",
+    "attack_failed",
+    "refusal",
+    "schema_violation",
+    "tool_misuse",
+    "overconfident_error",
+    "wrong_label",
+    "abstention",
 )
 DIALOGUE_CAUSES = ("unsafe_compliance", "over_refusal", "unhelpful")
 """E6's reply outcomes that lose reward, worst first."""

@@ -50,10 +50,16 @@ class Outcome:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "expectation": self.expectation, "column": self.column, "group": self.group, "success": self.success,
-            "unexpected_count": self.unexpected_count, "unexpected_percent": self.unexpected_percent,
+            "expectation": self.expectation,
+            "column": self.column,
+            "group": self.group,
+            "success": self.success,
+            "unexpected_count": self.unexpected_count,
+            "unexpected_percent": self.unexpected_percent,
             "examples": [str(e)[:200] for e in self.examples[:EXAMPLES_SHOWN]],
-            "observed": self.observed if isinstance(self.observed, (int, float, str, bool, type(None))) else str(self.observed)[:300],
+            "observed": self.observed
+            if isinstance(self.observed, (int, float, str, bool, type(None)))
+            else str(self.observed)[:300],
             "note": self.note,
         }
 
@@ -78,8 +84,10 @@ class SuiteResult:
             examples = ", ".join(str(e)[:40].replace("|", "/").replace("\n", " ") for e in o.examples[:3])
             count = "" if o.unexpected_count is None else f"{o.unexpected_count} ({(o.unexpected_percent or 0):.2f}%)"
             observed = f" observed {o.observed}" if o.observed is not None and o.unexpected_count is None else ""
-            lines.append(f"| {o.group + '.' if o.group else ''}{o.expectation} | {o.column or ''} | "
-                         f"{'yes' if o.success else '**NO**'} | {count}{observed} | {examples} |")
+            lines.append(
+                f"| {o.group + '.' if o.group else ''}{o.expectation} | {o.column or ''} | "
+                f"{'yes' if o.success else '**NO**'} | {count}{observed} | {examples} |"
+            )
         return "\n".join(lines)
 
     def summary(self) -> str:
@@ -107,8 +115,15 @@ def _context():
     return gx.get_context(mode="ephemeral", project_config=config)
 
 
-def run_expectations(frame: pd.DataFrame, expectations: list[Any], *, group: str = "", notes: dict[int, str] | None = None,
-                     index_column: str | None = "id", with_values: bool = False) -> list[Outcome]:
+def run_expectations(
+    frame: pd.DataFrame,
+    expectations: list[Any],
+    *,
+    group: str = "",
+    notes: dict[int, str] | None = None,
+    index_column: str | None = "id",
+    with_values: bool = False,
+) -> list[Outcome]:
     """Validate `frame` against `expectations` (Great Expectations objects) in one batch; the
     examples of a failure are the `index_column` values (ids) of unexpected rows where the
     frame has one, else the unexpected values."""
@@ -118,8 +133,11 @@ def run_expectations(frame: pd.DataFrame, expectations: list[Any], *, group: str
         return []
     context = _context()
     source = context.data_sources.add_pandas("frames")
-    batch = source.add_dataframe_asset("rows").add_batch_definition_whole_dataframe("all").get_batch(
-        batch_parameters={"dataframe": frame})
+    batch = (
+        source.add_dataframe_asset("rows")
+        .add_batch_definition_whole_dataframe("all")
+        .get_batch(batch_parameters={"dataframe": frame})
+    )
     suite = gx.ExpectationSuite(name=group or "suite", expectations=list(expectations))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -131,18 +149,22 @@ def run_expectations(frame: pd.DataFrame, expectations: list[Any], *, group: str
     for index, item in enumerate(result.results):
         config = item.expectation_config
         details = item.result or {}
-        exception = (item.exception_info or {}).get("exception_message") if isinstance(item.exception_info, dict) else None
-        outcomes.append(Outcome(
-            expectation=config.type,
-            column=config.kwargs.get("column"),
-            success=bool(item.success),
-            group=group,
-            unexpected_count=details.get("unexpected_count"),
-            unexpected_percent=details.get("unexpected_percent"),
-            examples=_examples(details, index_column, with_values),
-            observed=details.get("observed_value"),
-            note=(notes or {}).get(index, "") or (exception or ""),
-        ))
+        exception = (
+            (item.exception_info or {}).get("exception_message") if isinstance(item.exception_info, dict) else None
+        )
+        outcomes.append(
+            Outcome(
+                expectation=config.type,
+                column=config.kwargs.get("column"),
+                success=bool(item.success),
+                group=group,
+                unexpected_count=details.get("unexpected_count"),
+                unexpected_percent=details.get("unexpected_percent"),
+                examples=_examples(details, index_column, with_values),
+                observed=details.get("observed_value"),
+                note=(notes or {}).get(index, "") or (exception or ""),
+            )
+        )
     return outcomes
 
 
@@ -152,14 +174,25 @@ def _examples(details: dict[str, Any], index_column: str | None, with_values: bo
     indexed = details.get("partial_unexpected_index_list") or []
     if indexed and index_column and all(isinstance(e, dict) and index_column in e for e in indexed):
         if with_values:
-            return [f"{e[index_column]}: " + ", ".join(f"{k}={v!r}" for k, v in e.items() if k != index_column)
-                    for e in indexed[:EXAMPLES_SHOWN]]
+            return [
+                f"{e[index_column]}: " + ", ".join(f"{k}={v!r}" for k, v in e.items() if k != index_column)
+                for e in indexed[:EXAMPLES_SHOWN]
+            ]
         return [entry[index_column] for entry in indexed[:EXAMPLES_SHOWN]]
     return list(details.get("partial_unexpected_list") or [])[:EXAMPLES_SHOWN]
 
 
-def _plain(expectation: str, success: bool, *, column: str | None = None, count: int | None = None, total: int | None = None,
-           examples: list[Any] | None = None, note: str = "", group: str = "") -> Outcome:
+def _plain(
+    expectation: str,
+    success: bool,
+    *,
+    column: str | None = None,
+    count: int | None = None,
+    total: int | None = None,
+    examples: list[Any] | None = None,
+    note: str = "",
+    group: str = "",
+) -> Outcome:
     """A check Great Expectations cannot express on the table (e.g. rows the reader could not
     parse never reach it), reported in the same shape."""
     percent = None if count is None or not total else 100.0 * count / total
@@ -188,7 +221,8 @@ def corpus_suite(spec: Any, frame: pd.DataFrame, *, n_malformed: int, malformed_
         allowed = sorted({*spec.label.map.values(), *([spec.label.default] if spec.label.default else [])})
         # The raw label, where it maps to none of the environment's labels (kept for the examples).
         frame["label_unmapped"] = frame[spec.label.column].where(
-            [label is None and not drop for label, drop in zip(labels, dropped)])
+            [label is None and not drop for label, drop in zip(labels, dropped)]
+        )
         notes[len(expectations)] = f"raw values of {spec.label.column!r} that map to none of {allowed}"
         expectations.append(gxe.ExpectColumnValuesToBeNull(column="label_unmapped", mostly=mostly))
     if "_file" in frame.columns and "_line" in frame.columns:
@@ -196,9 +230,17 @@ def corpus_suite(spec: Any, frame: pd.DataFrame, *, n_malformed: int, malformed_
     outcomes = run_expectations(frame, expectations, group="corpus", notes=notes, index_column="row", with_values=True)
     total = len(frame) + n_malformed
     ok = total > 0 and n_malformed <= spec.max_bad_fraction * total
-    outcomes.append(_plain("malformed_rows_within_limit", ok, count=n_malformed, total=total, examples=malformed_examples,
-                           note=f"rows the reader could not use; at most {spec.max_bad_fraction:.0%} tolerated",
-                           group="corpus"))
+    outcomes.append(
+        _plain(
+            "malformed_rows_within_limit",
+            ok,
+            count=n_malformed,
+            total=total,
+            examples=malformed_examples,
+            note=f"rows the reader could not use; at most {spec.max_bad_fraction:.0%} tolerated",
+            group="corpus",
+        )
+    )
     return SuiteResult(f"corpus/{spec.id}", outcomes, len(frame))
 
 
@@ -227,7 +269,9 @@ def _bucket_of(file: str, row: dict[str, Any], schema: RowSchema, corpus_test: b
     return None
 
 
-def dataset_frame(files: dict[str, Path], schema: RowSchema, names: tuple[str, ...], *, corpus_test: bool) -> pd.DataFrame:
+def dataset_frame(
+    files: dict[str, Path], schema: RowSchema, names: tuple[str, ...], *, corpus_test: bool
+) -> pd.DataFrame:
     """One row per example of the named files: its file, id, label, the required fields
     (True where present and non-empty, None otherwise), sample flag, recomputed content and
     normalised-text hashes, and the hash bucket. Built column by column (a million rows)."""
@@ -291,10 +335,14 @@ def _group_expectations(frame: pd.DataFrame, schema: RowSchema, *, sample: bool,
         # GE the test hashes as a value_set instead costs minutes: it re-serialises the set per metric.
         trained["in_test_exact"] = trained["content_hash"].isin(set(held["content_hash"]))
         trained["in_test_normalized"] = trained["normalized_hash"].isin(set(held["normalized_hash"]))
-        leak = [gxe.ExpectColumnValuesToBeInSet(column="in_test_exact", value_set=[False]),
-                gxe.ExpectColumnValuesToBeInSet(column="in_test_normalized", value_set=[False])]
-        notes = {0: "train/dev rows whose text is a test/OOD row's (exact)",
-                 1: "train/dev rows whose normalised text is a test/OOD row's"}
+        leak = [
+            gxe.ExpectColumnValuesToBeInSet(column="in_test_exact", value_set=[False]),
+            gxe.ExpectColumnValuesToBeInSet(column="in_test_normalized", value_set=[False]),
+        ]
+        notes = {
+            0: "train/dev rows whose text is a test/OOD row's (exact)",
+            1: "train/dev rows whose normalised text is a test/OOD row's",
+        }
         outcomes += run_expectations(trained, leak, group=f"{group}.train_dev", notes=notes)
     return outcomes
 

@@ -74,7 +74,8 @@ def demo_job(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> dg.Unresolved
         selection=selection,
         description="The embedded demo: each environment's default models (rule baselines and oracles) "
         f"on its bundled SAMPLE data ({', '.join(env.short for env in envs)}), and the "
-        + " and ".join(f"{pair_label(a, d)} tournament" for a, d in counterpart_pairs()) + ".",
+        + " and ".join(f"{pair_label(a, d)} tournament" for a, d in counterpart_pairs())
+        + ".",
         tags={"sv/program": "demo"},
     )
 
@@ -120,8 +121,7 @@ def program_jobs(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> list[dg.U
     return [
         dg.define_asset_job(
             name="weekly_sweep",
-            selection=with_data(sweep_evals)
-            | dg.AssetSelection.assets(*sweep_triage, REPORTS_WEEKLY, SCOREBOARD),
+            selection=with_data(sweep_evals) | dg.AssetSelection.assets(*sweep_triage, REPORTS_WEEKLY, SCOREBOARD),
             config=_eval_config(sweep_evals, limit=QUICK_SWEEP_N, cap_limit=True, seed=STANDARD_SEED),
             description=f"Quick sweep: at most N={QUICK_SWEEP_N} examples (seed {STANDARD_SEED}) per env for the "
             f"sweep models ({', '.join(m.name for m in sweep)}), then the weekly report.",
@@ -129,17 +129,18 @@ def program_jobs(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> list[dg.U
         ),
         dg.define_asset_job(
             name="biweekly_full_eval",
-            selection=with_data(sweep_evals) | dg.AssetSelection.assets(*tournament_keys()).upstream()
+            selection=with_data(sweep_evals)
+            | dg.AssetSelection.assets(*tournament_keys()).upstream()
             | dg.AssetSelection.assets(*sweep_triage, SCOREBOARD),
             config=_eval_config(sweep_evals, seed=STANDARD_SEED),
             description="Full evals of the sweep models on every environment and the "
-            + " and ".join(f"{pair_label(a, d)} tournament" for a, d in counterpart_pairs()) + ".",
+            + " and ".join(f"{pair_label(a, d)} tournament" for a, d in counterpart_pairs())
+            + ".",
             tags={"sv/program": "biweekly_full_eval"},
         ),
         dg.define_asset_job(
             name="nightly_regression",
-            selection=with_data(nightly_evals)
-            | dg.AssetSelection.assets(*nightly_triage),
+            selection=with_data(nightly_evals) | dg.AssetSelection.assets(*nightly_triage),
             config=_eval_config(nightly_evals, seed=STANDARD_SEED),
             description=f"Nightly regression of {', '.join(m.name for m in nightly)}; each eval's "
             "regression gate (a blocking asset check) runs with it.",

@@ -37,7 +37,7 @@ def synthetic_job() -> dg.UnresolvedAssetJobDefinition:
         selection=dg.AssetSelection.assets(*synthetic_keys()),
         partitions_def=SYNTHETIC_PARTITIONS,
         description="One day's synthetic batches for E1-E6 (templates -> optional seed models -> schema validation -> "
-                    "the environment's verifier -> 5% spot-check queue). Needs a partition key (YYYY-MM-DD).",
+        "the environment's verifier -> 5% spot-check queue). Needs a partition key (YYYY-MM-DD).",
         tags={"sv/program": SYNTHETIC_JOB},
     )
 
@@ -55,49 +55,74 @@ def synthetic_schedule(job: dg.UnresolvedAssetJobDefinition) -> dg.ScheduleDefin
     )
 
 
-def run_synthetic_demo(instance: dg.DagsterInstance, partition: str | None = None, run_config: dict | None = None) -> tuple[bool, str]:
+def run_synthetic_demo(
+    instance: dg.DagsterInstance, partition: str | None = None, run_config: dict | None = None
+) -> tuple[bool, str]:
     """Execute `synthetic_daily` in-process for one partition (default: the latest) and
     return (success, a short table of the batches) for the demo's output."""
     from sv_dagster.definitions import build_definitions
 
     partition = partition or SYNTHETIC_PARTITIONS.get_last_partition_key()
     job = build_definitions().resolve_job_def(SYNTHETIC_JOB)
-    result = job.execute_in_process(instance=instance, partition_key=partition, run_config=run_config or {},
-                                    raise_on_error=False, tags=owner_tags())
+    result = job.execute_in_process(
+        instance=instance, partition_key=partition, run_config=run_config or {}, raise_on_error=False, tags=owner_tags()
+    )
     if not result.success:
         failures = [e.step_failure_data.error.message.strip() for e in result.all_events if e.is_step_failure]
         return False, f"synthetic_daily {partition}: FAILED\n" + "\n".join(f"  {m[:300]}" for m in failures)
-    lines = [f"\n== synthetic: {SYNTHETIC_JOB} partition {partition} (SAMPLE templates; spot-check pending review)",
-             f"{'env':4} {'accepted':>8} {'rejected':>8} {'review':>6}  label balance"]
+    lines = [
+        f"\n== synthetic: {SYNTHETIC_JOB} partition {partition} (SAMPLE templates; spot-check pending review)",
+        f"{'env':4} {'accepted':>8} {'rejected':>8} {'review':>6}  label balance",
+    ]
     for event in result.get_asset_materialization_events():
         materialization = event.step_materialization_data.materialization
         meta = materialization.metadata
         balance = ", ".join(f"{k} {v}" for k, v in meta["label_balance"].value.items())
-        lines.append(f"{materialization.asset_key.path[1]:4} {meta['accepted'].value:>8} {meta['rejected'].value:>8} "
-                     f"{meta['review_rows'].value:>6}  {balance}")
-    lines.append(f"  review: sv-dagster review synthetic <env> --partition {partition} --reviewer NAME --verdict accept|reject")
+        lines.append(
+            f"{materialization.asset_key.path[1]:4} {meta['accepted'].value:>8} {meta['rejected'].value:>8} "
+            f"{meta['review_rows'].value:>6}  {balance}"
+        )
+    lines.append(
+        f"  review: sv-dagster review synthetic <env> --partition {partition} --reviewer NAME --verdict accept|reject"
+    )
     return True, "\n".join(lines)
 
 
-
-def record_review(instance: dg.DagsterInstance, env: str, partition: str, *, reviewer: str, verdict: str,
-                  rows: Sequence[str] = (), note: str = "") -> tuple[Decision, ReviewStatus, bool]:
+def record_review(
+    instance: dg.DagsterInstance,
+    env: str,
+    partition: str,
+    *,
+    reviewer: str,
+    verdict: str,
+    rows: Sequence[str] = (),
+    note: str = "",
+) -> tuple[Decision, ReviewStatus, bool]:
     """A reviewer's decision on the partition's latest batch: appended to the decisions file,
     then a run of the `spot_check` check for that partition (its evaluation, recorded in a
     run of its own, now reads the decision), and the decision as an observation of the
     partition. (decision, review status, whether the check passed)."""
     batch_dir, record = latest_batch(instance, env, partition)
-    decision = record_decision(batch_dir, reviewer=reviewer, verdict=verdict, rows=rows, note=note,
-                               data_version=record_version(record))
+    decision = record_decision(
+        batch_dir, reviewer=reviewer, verdict=verdict, rows=rows, note=note, data_version=record_version(record)
+    )
     key = synthetic_key(env)
     # A runless check evaluation cannot repeat for one partition (Dagster's SQLite schema keys
     # runless evaluations by check and partition), so each decision re-runs the check instead.
-    job = dg.define_asset_job(f"review_synthetic_{env}", selection=dg.AssetSelection.checks(dg.AssetCheckKey(key, CHECK_NAME)),
-                              partitions_def=SYNTHETIC_PARTITIONS, tags={"sv/review": decision.id})
-    defs = dg.Definitions(assets=[dg.AssetSpec(key, partitions_def=SYNTHETIC_PARTITIONS)],
-                          asset_checks=[build_spot_check(ENVS[env])], jobs=[job])
+    job = dg.define_asset_job(
+        f"review_synthetic_{env}",
+        selection=dg.AssetSelection.checks(dg.AssetCheckKey(key, CHECK_NAME)),
+        partitions_def=SYNTHETIC_PARTITIONS,
+        tags={"sv/review": decision.id},
+    )
+    defs = dg.Definitions(
+        assets=[dg.AssetSpec(key, partitions_def=SYNTHETIC_PARTITIONS)],
+        asset_checks=[build_spot_check(ENVS[env])],
+        jobs=[job],
+    )
     result = defs.resolve_job_def(job.name).execute_in_process(
-        instance=instance, tags={"dagster/partition": partition, "sv/review": decision.id, **owner_tags()},
+        instance=instance,
+        tags={"dagster/partition": partition, "sv/review": decision.id, **owner_tags()},
         run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
     )
     [evaluation] = result.get_asset_check_evaluations()
@@ -113,17 +138,24 @@ def main_review(env: str, partition: str, reviewer: str, verdict: str, rows: Seq
 
     instance = dg.DagsterInstance.get()
     try:
-        decision, status, passed = record_review(instance, env, partition, reviewer=reviewer, verdict=verdict,
-                                                 rows=rows, note=note)
+        decision, status, passed = record_review(
+            instance, env, partition, reviewer=reviewer, verdict=verdict, rows=rows, note=note
+        )
     except ReviewError as exc:
         print(f"review not recorded: {exc}", file=sys.stderr)
         return 1
     scope = f"rows {', '.join(decision.rows)}" if decision.rows else "the whole batch"
-    print(f"recorded {decision.id}: {verdict} of {scope} in synthetic/{env} {partition} (batch {decision.batch_id}) "
-          f"by {decision.reviewer} at {decision.time}")
-    print(f"  spot_check: {'passed' if passed else 'failed'} ({status.state}: {status.reviewed}/{status.sampled} sampled "
-          f"rows decided, {len(status.rejected_rows)} row(s) excluded downstream)")
-    print(f"  decisions file: {_shown(decisions_path(env, partition))}; events in {_shown(Path(instance.root_directory))}")
+    print(
+        f"recorded {decision.id}: {verdict} of {scope} in synthetic/{env} {partition} (batch {decision.batch_id}) "
+        f"by {decision.reviewer} at {decision.time}"
+    )
+    print(
+        f"  spot_check: {'passed' if passed else 'failed'} ({status.state}: {status.reviewed}/{status.sampled} sampled "
+        f"rows decided, {len(status.rejected_rows)} row(s) excluded downstream)"
+    )
+    print(
+        f"  decisions file: {_shown(decisions_path(env, partition))}; events in {_shown(Path(instance.root_directory))}"
+    )
     return 0
 
 

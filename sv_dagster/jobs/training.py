@@ -28,7 +28,9 @@ def _keys(*paths: str) -> list[dg.AssetKey]:
 
 def _data(env: str) -> dg.AssetSelection:
     # The dataset and what feeds it (corpora); never the synthetic batches (a partitioned job).
-    return dg.AssetSelection.assets(*_keys(f"dataset/{env}")).upstream() | dg.AssetSelection.assets(*_keys(f"sft_data/{env}"))
+    return dg.AssetSelection.assets(*_keys(f"dataset/{env}")).upstream() | dg.AssetSelection.assets(
+        *_keys(f"sft_data/{env}")
+    )
 
 
 def _evals(models: dict[str, ModelSpec], assets: set[str]) -> dg.AssetSelection:
@@ -46,24 +48,31 @@ def training_jobs(models: dict[str, ModelSpec]) -> list[dg.UnresolvedAssetJobDef
     """Training steps carry their own pod sizes (op tags: step pods read those)."""
     jobs = []
     for env in catalog.training_envs():
-        sft = _data(env) | dg.AssetSelection.assets(*_keys(catalog.checkpoint_key(env, "base"), catalog.checkpoint_key(env, "sft")))
+        sft = _data(env) | dg.AssetSelection.assets(
+            *_keys(catalog.checkpoint_key(env, "base"), catalog.checkpoint_key(env, "sft"))
+        )
         review = catalog.review_key(env, "rlft_stage1")
         chain = sft | dg.AssetSelection.assets(*_keys(catalog.checkpoint_key(env, "rlft_stage1"), review))
         evaluated = {catalog.checkpoint_key(env, "base"), catalog.checkpoint_key(env, "sft"), review}
         jobs += [
             dg.define_asset_job(
-                name=f"sft_{env}", selection=sft, tags={"sv/env": env, "sv/program": "training"},
+                name=f"sft_{env}",
+                selection=sft,
+                tags={"sv/env": env, "sv/program": "training"},
                 description=f"{ENVS[env].env_id}: sft_data -> base model -> SFT (TRL), in a training process via Pipes.",
             ),
             dg.define_asset_job(
-                name=f"rlft_{env}", selection=chain | _evals(models, evaluated),
+                name=f"rlft_{env}",
+                selection=chain | _evals(models, evaluated),
                 tags={"sv/env": env, "sv/program": "training"},
                 description=f"{ENVS[env].env_id}: SFT -> GRPO with the environment's rewards -> automated safety review "
                 "(blocking) -> evals of the base, SFT and stage-1 checkpoints. Promotion needs `sv-dagster signoff`.",
             ),
             dg.define_asset_job(
                 name=f"promote_{env}",
-                selection=dg.AssetSelection.assets(*_keys(f"safety_signoff/{env}", catalog.checkpoint_key(env, "promoted"))),
+                selection=dg.AssetSelection.assets(
+                    *_keys(f"safety_signoff/{env}", catalog.checkpoint_key(env, "promoted"))
+                ),
                 tags={"sv/env": env, "sv/program": "promotion"},
                 description=f"Record a human sign-off of the reviewed {env} checkpoint and promote it when approved "
                 "(run by `sv-dagster signoff`).",
@@ -75,25 +84,34 @@ def training_jobs(models: dict[str, ModelSpec]) -> list[dg.UnresolvedAssetJobDef
         stage2 = dg.AssetSelection.assets(*_keys(catalog.STAGE2, catalog.STAGE2_REVIEW))
         for env in envs:
             stage2 = stage2 | _data(env)
-        jobs.append(dg.define_asset_job(
-            name="rlft_stage2",
-            selection=stage2 | _evals(models, {catalog.STAGE2_REVIEW}),
-            tags={"sv/program": "training"},
-            description=f"Stage 2: a curriculum over {', '.join(envs)} from the reviewed {owner.upper()} stage-1 checkpoint "
-            f"(materialize rlft_{owner} and the other environments' sft_data first), its review and evals.",
-        ))
+        jobs.append(
+            dg.define_asset_job(
+                name="rlft_stage2",
+                selection=stage2 | _evals(models, {catalog.STAGE2_REVIEW}),
+                tags={"sv/program": "training"},
+                description=f"Stage 2: a curriculum over {', '.join(envs)} from the reviewed {owner.upper()} stage-1 checkpoint "
+                f"(materialize rlft_{owner} and the other environments' sft_data first), its review and evals.",
+            )
+        )
     for attack, defense in catalog.cotrain_pairs():
         a, d = attack.short, defense.short
         cycles = catalog.training_config(a).cotrain.cycles
         cotrain = {catalog.checkpoint_key(env, f"cotrain_{k}") for k in range(1, cycles + 1) for env in (a, d)}
-        sft_chains = _data(a) | _data(d) | dg.AssetSelection.assets(*_keys(*(
-            catalog.checkpoint_key(env, stage) for env in (a, d) for stage in ("base", "sft"))))
-        jobs.append(dg.define_asset_job(
-            name=f"cotrain_{pair_key(attack, defense)}",
-            selection=sft_chains | dg.AssetSelection.assets(*_keys(*sorted(cotrain))) | _evals(models, cotrain),
-            tags={"sv/program": "training"},
-            description=f"{pair_label(attack, defense)} co-training: SFT of both, then {cycles} alternating GRPO cycles "
-            "(the attacker against the current defender, the defender on the attacks that beat it), and evals of every "
-            "cycle's checkpoints.",
-        ))
+        sft_chains = (
+            _data(a)
+            | _data(d)
+            | dg.AssetSelection.assets(
+                *_keys(*(catalog.checkpoint_key(env, stage) for env in (a, d) for stage in ("base", "sft")))
+            )
+        )
+        jobs.append(
+            dg.define_asset_job(
+                name=f"cotrain_{pair_key(attack, defense)}",
+                selection=sft_chains | dg.AssetSelection.assets(*_keys(*sorted(cotrain))) | _evals(models, cotrain),
+                tags={"sv/program": "training"},
+                description=f"{pair_label(attack, defense)} co-training: SFT of both, then {cycles} alternating GRPO cycles "
+                "(the attacker against the current defender, the defender on the attacks that beat it), and evals of every "
+                "cycle's checkpoints.",
+            )
+        )
     return jobs

@@ -123,11 +123,21 @@ class PipesLauncher(dg.ConfigurableResource):
         return {
             "containers": [{"resources": resources}],
             **({"nodeSelector": dict(self.node_selector)} if self.node_selector else {}),
-            **({"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]} if self.gpus else {}),
+            **(
+                {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}
+                if self.gpus
+                else {}
+            ),
         }
 
-    def launch(self, context: dg.AssetExecutionContext, spec_path: str, env: dict[str, str],
-               module: str = "sv_dagster.training.entry", gpu: bool = True):
+    def launch(
+        self,
+        context: dg.AssetExecutionContext,
+        spec_path: str,
+        env: dict[str, str],
+        module: str = "sv_dagster.training.entry",
+        gpu: bool = True,
+    ):
         """Run `python -m module SPEC`; returns the Pipes invocation (its custom messages hold
         the record). `gpu`: ask k8s/Ray for the GPUs (training) or not (an eval against an endpoint)."""
         from dagster._core.errors import DagsterPipesExecutionError  # not re-exported by dagster
@@ -143,8 +153,12 @@ class PipesLauncher(dg.ConfigurableResource):
         records it as an engine event of this step)."""
         for entry in reversed(context.instance.all_logs(context.run_id)):
             event = entry.dagster_event
-            if entry.step_key == context.op_handle.name and event is not None and event.event_type_value == "ENGINE_EVENT" \
-                    and "pipes closed with exception" in (entry.user_message or event.message or ""):
+            if (
+                entry.step_key == context.op_handle.name
+                and event is not None
+                and event.event_type_value == "ENGINE_EVENT"
+                and "pipes closed with exception" in (entry.user_message or event.message or "")
+            ):
                 error = event.engine_event_data.error
                 return f"{error.cls_name}: {error.message.strip()}" if error else None
         return None
@@ -158,10 +172,19 @@ class PipesLauncher(dg.ConfigurableResource):
             if not self.image:
                 raise dg.Failure("launcher kind k8s needs `image` (the project's image)")
             spec = self.pod_spec() if gpu else {}
-            return client.run(context=context, image=self.image, command=command,
-                              namespace=self.namespace, env=env, base_pod_spec=spec)
-        return client.run(context=context, submit_job_params={
-            "entrypoint": " ".join(command),
-            "runtime_env": {"env_vars": env},
-            **({"entrypoint_num_gpus": self.gpus} if self.gpus and gpu else {}),
-        })
+            return client.run(
+                context=context,
+                image=self.image,
+                command=command,
+                namespace=self.namespace,
+                env=env,
+                base_pod_spec=spec,
+            )
+        return client.run(
+            context=context,
+            submit_job_params={
+                "entrypoint": " ".join(command),
+                "runtime_env": {"env_vars": env},
+                **({"entrypoint_num_gpus": self.gpus} if self.gpus and gpu else {}),
+            },
+        )

@@ -23,8 +23,10 @@ def program_schedules(jobs: dict[str, dg.UnresolvedAssetJobDefinition]) -> list[
         week = context.scheduled_execution_time.isocalendar()[1]
         if week % 2:
             return dg.SkipReason(f"ISO week {week} is odd; the full eval runs on even weeks")
-        return dg.RunRequest(run_key=f"biweekly-{context.scheduled_execution_time:%G-W%V}",
-                             tags={"sv/schedule": "biweekly_full_eval", "sv/iso_week": f"{week}"})
+        return dg.RunRequest(
+            run_key=f"biweekly-{context.scheduled_execution_time:%G-W%V}",
+            tags={"sv/schedule": "biweekly_full_eval", "sv/iso_week": f"{week}"},
+        )
 
     @dg.schedule(
         name="monthly_report_schedule",
@@ -64,5 +66,3 @@ def program_schedules(jobs: dict[str, dg.UnresolvedAssetJobDefinition]) -> list[
             description="Daily 03:00 UTC: regression evals of the nightly models, gated against baselines.",
         ),
     ]
-
-

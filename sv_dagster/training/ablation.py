@@ -75,8 +75,10 @@ def report_markdown(env: str, baseline: dict[str, Any], variants: list[VariantRe
         changes = ", ".join(f"{k}={v}" for k, v in variant.changes.items()) or "-"
         for delta in variant.deltas or [{}]:
             if not delta:
-                lines.append(f"| {variant.experiment} | {changes} | - | - | - | no shared examples | - | - | "
-                             f"{variant.wall_seconds:.1f} | {variant.cpu_hours:.4f} | {variant.gpu_hours:.4f} |")
+                lines.append(
+                    f"| {variant.experiment} | {changes} | - | - | - | no shared examples | - | - | "
+                    f"{variant.wall_seconds:.1f} | {variant.cpu_hours:.4f} | {variant.gpu_hours:.4f} |"
+                )
                 continue
             lines.append(
                 f"| {variant.experiment} | {changes} | {delta['metric']} | {delta['baseline']:.3f} | {delta['candidate']:.3f} | "

@@ -50,8 +50,10 @@ def stage2_env() -> str | None:
     whose training config lists curriculum environments (at most one may)."""
     owners = [env for env in training_envs() if _config(env).curriculum.envs]
     if len(owners) > 1:
-        raise TrainingConfigError(f"{TRAINING_DIR}: curriculum.envs is set for {owners}; stage 2 starts from one "
-                                  "environment's checkpoint, so set it in one config only")
+        raise TrainingConfigError(
+            f"{TRAINING_DIR}: curriculum.envs is set for {owners}; stage 2 starts from one "
+            "environment's checkpoint, so set it in one config only"
+        )
     return owners[0] if owners else None
 
 
@@ -77,7 +79,9 @@ def cotrain_model_name(config: TrainingConfig, env: str, cycle: int) -> str:
     return f"{config.model.name}-{env}-cotrain{cycle}"
 
 
-def _spec(name: str, asset: str, envs: tuple[str, ...], config: TrainingConfig, description: str, **flags: bool) -> ModelSpec:
+def _spec(
+    name: str, asset: str, envs: tuple[str, ...], config: TrainingConfig, description: str, **flags: bool
+) -> ModelSpec:
     return ModelSpec(
         name=name,
         backend="local",
@@ -99,24 +103,44 @@ def checkpoint_models() -> dict[str, ModelSpec]:
         for stage in ENV_STAGES:
             asset = review_key(env, stage) if stage in REVIEWED_STAGES else checkpoint_key(env, stage)
             name = model_name(config, env, stage)
-            models[name] = _spec(name, asset, (env,), config, f"{base} after {stage} on {env} (trained here; lineage names the checkpoint).")
+            models[name] = _spec(
+                name,
+                asset,
+                (env,),
+                config,
+                f"{base} after {stage} on {env} (trained here; lineage names the checkpoint).",
+            )
         name = model_name(config, env, "promoted")
         models[name] = _spec(
-            name, checkpoint_key(env, "promoted"), (env,), config,
+            name,
+            checkpoint_key(env, "promoted"),
+            (env,),
+            config,
             f"The promoted {env} checkpoint (passed the automated review and a human sign-off). Skipped until one is promoted.",
-            sweep=True, nightly=True,
+            sweep=True,
+            nightly=True,
         )
     for attack, defense in cotrain_pairs():
         for cycle in range(1, _config(attack.short).cotrain.cycles + 1):
             for env, role in ((attack.short, "attacker"), (defense.short, "defender")):
                 config = _config(env)
                 name = cotrain_model_name(config, env, cycle)
-                models[name] = _spec(name, checkpoint_key(env, f"cotrain_{cycle}"), (env,), config,
-                                     f"The co-trained {role} after cycle {cycle} ({pair_label(attack, defense)} co-training).")
+                models[name] = _spec(
+                    name,
+                    checkpoint_key(env, f"cotrain_{cycle}"),
+                    (env,),
+                    config,
+                    f"The co-trained {role} after cycle {cycle} ({pair_label(attack, defense)} co-training).",
+                )
     owner = stage2_env()
     if owner is not None:
         config = _config(owner)
         name = stage2_model_name(config)
-        models[name] = _spec(name, STAGE2_REVIEW, tuple(config.curriculum.envs), config,
-                             f"{config.model.base} after the stage-2 curriculum over {', '.join(config.curriculum.envs)}.")
+        models[name] = _spec(
+            name,
+            STAGE2_REVIEW,
+            tuple(config.curriculum.envs),
+            config,
+            f"{config.model.base} after the stage-2 curriculum over {', '.join(config.curriculum.envs)}.",
+        )
     return models

@@ -177,7 +177,11 @@ def experiment_path(env: str, name: str) -> Path:
 
 
 def load_training_config(
-    env: str, *, experiment: str | None = None, overrides: dict[str, Any] | None = None, path: Path | None = None,
+    env: str,
+    *,
+    experiment: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    path: Path | None = None,
     profile: str | None = None,
 ) -> TrainingConfig:
     """The env's training config, then a profile (`configs/training/profiles/<name>.yaml`, a

@@ -15,7 +15,9 @@ from typing import Any
 from sv_dagster.training.config import CurriculumConfig
 
 
-def curriculum_rows(by_env: dict[str, list[dict[str, Any]]], config: CurriculumConfig, seed: int = 0) -> list[dict[str, Any]]:
+def curriculum_rows(
+    by_env: dict[str, list[dict[str, Any]]], config: CurriculumConfig, seed: int = 0
+) -> list[dict[str, Any]]:
     rng = random.Random(seed)
     lanes = []
     for env in config.envs:

@@ -31,6 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.getLogger("transformers").setLevel(logging.ERROR)
 
     if not PipesEnvVarParamsLoader().is_dagster_pipes_process():  # run by hand
+
         def report(kind: str, payload: dict[str, Any]) -> None:
             print(json.dumps({"kind": kind, **payload}, default=str), flush=True)
 

@@ -84,11 +84,15 @@ def load_review_config(path: Path | None = None) -> ReviewConfig:
         raise ReviewConfigError(f"{path}: thresholds lack {sorted(missing)}")
     for short in config.probe_envs:
         if short not in ENVS or ENVS[short].safety_probes is None:
-            raise ReviewConfigError(f"{path}: probe_envs names {short!r}, which is not an installed environment with "
-                                    f"safety probes (have: {sorted(k for k, e in ENVS.items() if e.safety_probes)})")
+            raise ReviewConfigError(
+                f"{path}: probe_envs names {short!r}, which is not an installed environment with "
+                f"safety probes (have: {sorted(k for k, e in ENVS.items() if e.safety_probes)})"
+            )
     if config.probe_system_prompt is not None and config.probe_system_prompt not in ENVS:
-        raise ReviewConfigError(f"{path}: probe_system_prompt names {config.probe_system_prompt!r}, which is not an "
-                                f"installed environment (have: {sorted(ENVS)})")
+        raise ReviewConfigError(
+            f"{path}: probe_system_prompt names {config.probe_system_prompt!r}, which is not an "
+            f"installed environment (have: {sorted(ENVS)})"
+        )
     return config
 
 
@@ -100,7 +104,7 @@ def adversarial_probes(config: ReviewConfig) -> list[dict[str, str]]:
     mixed = [probe for group in zip_longest(*lists) for probe in group if probe is not None]
     for probe in mixed:
         probe["system"] = system
-    return mixed[:config.max_probes]
+    return mixed[: config.max_probes]
 
 
 @dataclass
@@ -122,27 +126,44 @@ class ReviewReport:
 
     def markdown(self) -> str:
         verdict = "PASSED" if self.passed else "FAILED"
-        lines = [f"# Safety review: {verdict}", "", f"- checkpoint: `{self.checkpoint}`", f"- classifier: {self.classifier}",
-                 f"- config: `{self.config_source}`", "", "| check | value | threshold |", "|---|---|---|"]
+        lines = [
+            f"# Safety review: {verdict}",
+            "",
+            f"- checkpoint: `{self.checkpoint}`",
+            f"- classifier: {self.classifier}",
+            f"- config: `{self.config_source}`",
+            "",
+            "| check | value | threshold |",
+            "|---|---|---|",
+        ]
         for name, value in self.rates.items():
             shown = "not measured" if value is None else f"{value:.3f}"
             lines.append(f"| {name} | {shown} | {self.thresholds.get(name, '-')} |")
-        lines.append(f"| canary_failures | {self.counts.get('canary_failures', 0)} | {self.thresholds.get('canary_failures')} |")
+        lines.append(
+            f"| canary_failures | {self.counts.get('canary_failures', 0)} | {self.thresholds.get('canary_failures')} |"
+        )
         if self.reasons:
             lines += ["", "## Why it failed", *(f"- {reason}" for reason in self.reasons)]
         return "\n".join(lines) + "\n"
 
 
 def review_checkpoint(
-    checkpoint: Path, env_prompts: list[list[dict[str, str]]], config: ReviewConfig | None = None, name: str = "checkpoint"
+    checkpoint: Path,
+    env_prompts: list[list[dict[str, str]]],
+    config: ReviewConfig | None = None,
+    name: str = "checkpoint",
 ) -> ReviewReport:
     """Run the three scanners against the checkpoint folder and decide."""
     from sv_dagster.core.local_backend import LocalTransformersBackend
     from sv_shared.redteam import make_classifier
 
     config = config or load_review_config()
-    spec = ModelSpec(name=name, backend="local", model=str(checkpoint),
-                     sampling=Sampling(temperature=0.0, max_tokens=config.max_new_tokens, seed=0))
+    spec = ModelSpec(
+        name=name,
+        backend="local",
+        model=str(checkpoint),
+        sampling=Sampling(temperature=0.0, max_tokens=config.max_new_tokens, seed=0),
+    )
     backend = LocalTransformersBackend(spec, checkpoint)
     probes = adversarial_probes(config)
     prompts = env_prompts[: config.max_env_prompts]
@@ -150,8 +171,12 @@ def review_checkpoint(
     async def ask_all() -> tuple[list[str], list[str], list[str]]:
         await backend.preflight()
         ask = lambda messages: backend.complete(messages)  # noqa: E731
-        probe_replies = await asyncio.gather(*(ask([{"role": "system", "content": p["system"]},
-                                                     {"role": "user", "content": p["request"]}]) for p in probes))
+        probe_replies = await asyncio.gather(
+            *(
+                ask([{"role": "system", "content": p["system"]}, {"role": "user", "content": p["request"]}])
+                for p in probes
+            )
+        )
         output_replies = await asyncio.gather(*(ask(m) for m in prompts))
         canary_replies = await asyncio.gather(*(ask([{"role": "user", "content": c.prompt}]) for c in config.canaries))
         await backend.aclose()
@@ -165,17 +190,35 @@ def review_checkpoint(
     try:
         classifier = make_classifier(config.classifier)
         classifier_name = classifier.ident
-        probe_verdicts = classifier.classify_many([(text, p["request"], "agent") for text, p in zip(probe_texts, probes)])
-        last_user = [next((m["content"] for m in reversed(messages) if m["role"] == "user"), None) for messages in prompts]
-        output_verdicts = classifier.classify_many([(text, context, "agent") for text, context in zip(output_texts, last_user)])
+        probe_verdicts = classifier.classify_many(
+            [(text, p["request"], "agent") for text, p in zip(probe_texts, probes)]
+        )
+        last_user = [
+            next((m["content"] for m in reversed(messages) if m["role"] == "user"), None) for messages in prompts
+        ]
+        output_verdicts = classifier.classify_many(
+            [(text, context, "agent") for text, context in zip(output_texts, last_user)]
+        )
     except Exception as exc:  # an unreachable or broken judge: the review cannot pass
-        reasons.append(f"the safety classifier could not judge ({type(exc).__name__}: {exc}); a review without a judge fails")
+        reasons.append(
+            f"the safety classifier could not judge ({type(exc).__name__}: {exc}); a review without a judge fails"
+        )
     else:
-        rates["probe_unsafe_rate"] = sum(v.unsafe for v in probe_verdicts) / len(probe_verdicts) if probe_verdicts else 0.0
-        rates["output_unsafe_rate"] = sum(v.unsafe for v in output_verdicts) / len(output_verdicts) if output_verdicts else 0.0
+        rates["probe_unsafe_rate"] = (
+            sum(v.unsafe for v in probe_verdicts) / len(probe_verdicts) if probe_verdicts else 0.0
+        )
+        rates["output_unsafe_rate"] = (
+            sum(v.unsafe for v in output_verdicts) / len(output_verdicts) if output_verdicts else 0.0
+        )
         unsafe_examples = [
-            {"scanner": "probes", "id": p["id"], "categories": list(v.categories)} for p, v in zip(probes, probe_verdicts) if v.unsafe
-        ] + [{"scanner": "outputs", "index": i, "categories": list(v.categories)} for i, v in enumerate(output_verdicts) if v.unsafe]
+            {"scanner": "probes", "id": p["id"], "categories": list(v.categories)}
+            for p, v in zip(probes, probe_verdicts)
+            if v.unsafe
+        ] + [
+            {"scanner": "outputs", "index": i, "categories": list(v.categories)}
+            for i, v in enumerate(output_verdicts)
+            if v.unsafe
+        ]
         for name in ("probe_unsafe_rate", "output_unsafe_rate"):
             if rates[name] > config.thresholds[name]:
                 reasons.append(f"{name} {rates[name]:.3f} exceeds {config.thresholds[name]}")
@@ -194,8 +237,12 @@ def review_checkpoint(
         reasons=reasons,
         rates=rates,
         thresholds=dict(config.thresholds),
-        counts={"probes": len(probes), "env_prompts": len(prompts), "canaries": len(canaries),
-                "canary_failures": canary_failures},
+        counts={
+            "probes": len(probes),
+            "env_prompts": len(prompts),
+            "canaries": len(canaries),
+            "canary_failures": canary_failures,
+        },
         canaries=canaries,
         unsafe_examples=unsafe_examples,
         config_source=config.source,

@@ -31,7 +31,12 @@ class ScoringError:
     error: str
 
     def as_dict(self) -> dict[str, Any]:
-        return {"env": self.env, "task_key": self.task_key, "completion": self.completion[:500], "error": self.error[:1000]}
+        return {
+            "env": self.env,
+            "task_key": self.task_key,
+            "completion": self.completion[:500],
+            "error": self.error[:1000],
+        }
 
 
 class _LoopThread:
@@ -85,7 +90,9 @@ class EnvRewardAdapter:
 
         return rule_counterpart
 
-    async def score_one(self, env_short: str, task_key: str, completion: str, turns_before: list[dict[str, Any]] | None) -> dict[str, Any]:
+    async def score_one(
+        self, env_short: str, task_key: str, completion: str, turns_before: list[dict[str, Any]] | None
+    ) -> dict[str, Any]:
         from sv_dagster.core.runner import is_dialogue, score_completion
         from sv_shared.sft import chat_messages
 
@@ -101,7 +108,7 @@ class EnvRewardAdapter:
             answer, _ = await task.respond(conversation, await self._target(env_short))
             if answer is not None:
                 conversation.append({"role": "user", "content": answer})
-        scores, _, total = await score_completion(task, completion, None, conversation[len(prompt):])
+        scores, _, total = await score_completion(task, completion, None, conversation[len(prompt) :])
         return {"total": total, "scores": scores}
 
     async def _score_all(self, items: list[tuple[str, str, str, Any]]) -> list[float]:
@@ -119,8 +126,16 @@ class EnvRewardAdapter:
 
         return list(await asyncio.gather(*(guarded(*item) for item in items)))
 
-    def __call__(self, prompts: list[Any], completions: list[Any], task_key: list[str], env: list[str],
-                 turns_before: list[Any] | None = None, log_metric: Callable[..., None] | None = None, **_: Any) -> list[float]:
+    def __call__(
+        self,
+        prompts: list[Any],
+        completions: list[Any],
+        task_key: list[str],
+        env: list[str],
+        turns_before: list[Any] | None = None,
+        log_metric: Callable[..., None] | None = None,
+        **_: Any,
+    ) -> list[float]:
         if log_metric is not None:
             self.log_metric = log_metric
         texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]

@@ -49,7 +49,12 @@ def mix_by_source(examples: list[SftExample], seed: int) -> list[SftExample]:
 
 
 def build_examples(
-    env_short: str, tasks: list[Any], *, variant: str | None = None, seed: int = 0, context: dict[str, Any] | None = None
+    env_short: str,
+    tasks: list[Any],
+    *,
+    variant: str | None = None,
+    seed: int = 0,
+    context: dict[str, Any] | None = None,
 ) -> list[SftExample]:
     sft = env_spec(env_short).sft
     if sft is None:

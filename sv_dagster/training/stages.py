@@ -137,11 +137,17 @@ def run_base(spec: StageSpec, report: Report) -> dict[str, Any]:
     started, device = time.time(), _device()
     if config.model.base == "tiny":
         rows = read_rows(Path(spec.data["train"]))
-        facts = build_tiny_model(_texts_for_tokenizer(rows), partial / "final", TinySpec(**config.model.tiny.model_dump()))
-        report("log", {"message": f"built the tiny model: {facts['parameters']} parameters, vocab {facts['vocab_size']}"})
+        facts = build_tiny_model(
+            _texts_for_tokenizer(rows), partial / "final", TinySpec(**config.model.tiny.model_dump())
+        )
+        report(
+            "log", {"message": f"built the tiny model: {facts['parameters']} parameters, vocab {facts['vocab_size']}"}
+        )
     else:
         facts = {"kind": "pretrained", "model_id": config.model.base, "revision": config.model.revision}
-        report("log", {"message": f"base model is {config.model.base}@{config.model.revision} (loaded by the SFT stage)"})
+        report(
+            "log", {"message": f"base model is {config.model.base}@{config.model.revision} (loaded by the SFT stage)"}
+        )
     return _finish(partial, out, _record(spec, started, device, model=facts))
 
 
@@ -152,7 +158,9 @@ def load_model(path_or_id: str, config: TrainingConfig):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     local = Path(path_or_id)
-    base = json.loads((local / CHECKPOINT_FILE).read_text()).get("model", {}) if (local / CHECKPOINT_FILE).exists() else {}
+    base = (
+        json.loads((local / CHECKPOINT_FILE).read_text()).get("model", {}) if (local / CHECKPOINT_FILE).exists() else {}
+    )
     source = base.get("model_id") if base.get("kind") == "pretrained" else path_or_id
     revision = base.get("revision") or config.model.revision
     try:
@@ -177,8 +185,13 @@ def _peft_config(config: TrainingConfig):
     from peft import LoraConfig
 
     lora = config.model.lora
-    return LoraConfig(r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
-                      target_modules=lora.target_modules, task_type="CAUSAL_LM")
+    return LoraConfig(
+        r=lora.r,
+        lora_alpha=lora.alpha,
+        lora_dropout=lora.dropout,
+        target_modules=lora.target_modules,
+        task_type="CAUSAL_LM",
+    )
 
 
 def _callbacks(max_seconds: float, report: Report):
@@ -206,7 +219,10 @@ def _callbacks(max_seconds: float, report: Report):
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs:
-                report("metrics", {"step": state.global_step, **{k: v for k, v in logs.items() if isinstance(v, (int, float))}})
+                report(
+                    "metrics",
+                    {"step": state.global_step, **{k: v for k, v in logs.items() if isinstance(v, (int, float))}},
+                )
 
     return WallClock(), Stream()
 
@@ -289,8 +305,16 @@ class _Run:
         trainer.save_model(str(self.partial / "final"))
         tokenizer.save_pretrained(str(self.partial / "final"))
         metrics = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}
-        return metrics, _record(self.spec, self.started, self.device, metrics=metrics, steps=trainer.state.global_step,
-                                stopped_by_time=wall.stopped_early, resumed_from=self.resume_from, **record)
+        return metrics, _record(
+            self.spec,
+            self.started,
+            self.device,
+            metrics=metrics,
+            steps=trainer.state.global_step,
+            stopped_by_time=wall.stopped_early,
+            resumed_from=self.resume_from,
+            **record,
+        )
 
     def finish(self, record: dict[str, Any]) -> dict[str, Any]:
         return _finish(self.partial, self.out, record)
@@ -327,8 +351,14 @@ def run_sft(spec: StageSpec, report: Report) -> dict[str, Any]:
         save_steps=s.save_steps,
     )
     wall, stream = _callbacks(s.max_seconds, report)
-    trainer = SFTTrainer(model=model, args=args, train_dataset=train, processing_class=tokenizer,
-                         peft_config=_peft_config(config), callbacks=[wall, stream])
+    trainer = SFTTrainer(
+        model=model,
+        args=args,
+        train_dataset=train,
+        processing_class=tokenizer,
+        peft_config=_peft_config(config),
+        callbacks=[wall, stream],
+    )
     metrics, record = run.train(trainer, tokenizer, wall, rows=len(rows))
     return run.finish({**record, "tokens": metrics.get("num_tokens") or trainer.state.num_input_tokens_seen})
 
@@ -341,7 +371,9 @@ def _counterpart(checkpoint: str | None):
     from sv_dagster.core.registry import ModelSpec, Sampling
 
     backend = LocalTransformersBackend(
-        ModelSpec(name="defender", backend="local", model=checkpoint, sampling=Sampling(temperature=0.0, max_tokens=96)),
+        ModelSpec(
+            name="defender", backend="local", model=checkpoint, sampling=Sampling(temperature=0.0, max_tokens=96)
+        ),
         checkpoint,
     )
 
@@ -363,10 +395,17 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
     rows = [row for row in read_rows(Path(spec.data["train"])) if row.get("task_key")]
     if not rows:
         raise StageError(f"no GRPO prompts with a task in {spec.data['train']}")
-    train = Dataset.from_list([
-        {"prompt": r["prompt"], "task_key": r["task_key"], "env": r["env"], "turns_before": r.get("turns_before") or []}
-        for r in rows
-    ])
+    train = Dataset.from_list(
+        [
+            {
+                "prompt": r["prompt"],
+                "task_key": r["task_key"],
+                "env": r["env"],
+                "turns_before": r.get("turns_before") or [],
+            }
+            for r in rows
+        ]
+    )
     task_files = {name.split("/", 1)[1]: Path(path) for name, path in spec.data.items() if name.startswith("tasks/")}
     rewards = EnvRewardAdapter(
         task_files=task_files,
@@ -398,12 +437,21 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
         shuffle_dataset=shuffle,  # a curriculum keeps its order
     )
     wall, stream = _callbacks(g.max_seconds, report)
-    trainer = GRPOTrainer(model=model, reward_funcs=rewards, args=args, train_dataset=train, processing_class=tokenizer,
-                          peft_config=_peft_config(config), callbacks=[wall, stream])
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=rewards,
+        args=args,
+        train_dataset=train,
+        processing_class=tokenizer,
+        peft_config=_peft_config(config),
+        callbacks=[wall, stream],
+    )
     _, record = run.train(trainer, tokenizer, wall, prompts=len(rows))
     record.update(  # what the reward adapter saw while training
-        completions_scored=rewards.scored, reward_errors=[e.as_dict() for e in rewards.errors[:100]],
-        n_reward_errors=len(rewards.errors), reward_weights={env: rewards.weights(env) for env in task_files},
+        completions_scored=rewards.scored,
+        reward_errors=[e.as_dict() for e in rewards.errors[:100]],
+        n_reward_errors=len(rewards.errors),
+        reward_weights={env: rewards.weights(env) for env in task_files},
     )
     for error in rewards.errors[:20]:
         report("log", {"message": f"reward error (scored 0): {error.env}/{error.task_key}: {error.error}"})
@@ -416,7 +464,10 @@ def run_grpo_curriculum(spec: StageSpec, report: Report) -> dict[str, Any]:
 
 
 STAGES: dict[str, Callable[[StageSpec, Report], dict[str, Any]]] = {
-    "base": run_base, "sft": run_sft, "grpo": run_grpo, "grpo_curriculum": run_grpo_curriculum,
+    "base": run_base,
+    "sft": run_sft,
+    "grpo": run_grpo,
+    "grpo_curriculum": run_grpo_curriculum,
 }
 
 

@@ -32,7 +32,9 @@ def test_dagster_job_execute_eval_e1_as_written(isolated: Path):
     assert len(runs) == 1 and runs[0].job_name == "eval_e1" and runs[0].is_success
     entry = instance.get_latest_materialization_event(dg.AssetKey(["eval", "e1", "heuristic"]))
     assert entry is not None and entry.run_id == runs[0].run_id
-    assert (isolated / "outputs" / "evals" / "sv-env-network-logs--heuristic" / runs[0].run_id / "summary.json").is_file()
+    assert (
+        isolated / "outputs" / "evals" / "sv-env-network-logs--heuristic" / runs[0].run_id / "summary.json"
+    ).is_file()
     (notes,) = (isolated / "outputs" / "notes").glob("*-triage-e1-heuristic.md")
     assert "# Triage: sv-env-network-logs / heuristic" in notes.read_text()
 
@@ -67,8 +69,15 @@ def test_rescore_command_writes_a_new_folder(isolated: Path, capsys):
     from sv_dagster.core.registry import load_registry
 
     heuristic = load_registry()["heuristic"]
-    run = evaluate(ENVS["e1"], heuristic, make_backend(heuristic, "sv-env-network-logs"), dataset_path=None,
-                   outputs_root=isolated / "outputs", run_id="src", limit=10)
+    run = evaluate(
+        ENVS["e1"],
+        heuristic,
+        make_backend(heuristic, "sv-env-network-logs"),
+        dataset_path=None,
+        outputs_root=isolated / "outputs",
+        run_id="src",
+        limit=10,
+    )
     assert main(["rescore", str(run.run_dir)]) == 0
     out = capsys.readouterr().out
     (new_dir,) = [p for p in run.run_dir.parent.iterdir() if p.name.startswith("rescore-")]
@@ -134,22 +143,28 @@ def test_eval_mistakes_end_in_one_line_naming_the_fix(isolated: Path, monkeypatc
     # Before the dataset exists the eval asset refuses the limit, as the run's last line.
     assert last_error_line(1, ["eval", "e1", "--models", "heuristic", "--n", "500"]) == (
         "FAILED eval__e1__heuristic: --n 500 is more than the 56 examples of split 'test' of dataset/e1; "
-        "ask for at most 56, or `--n all`")
+        "ask for at most 56, or `--n all`"
+    )
     assert dg.DagsterInstance.get().get_latest_materialization_event(dg.AssetKey(["eval", "e1", "heuristic"])) is None
     # Once it exists, the command says so before any run, as it does for the models.
     runs = len(dg.DagsterInstance.get().get_runs())
     assert last_error_line(2, ["eval", "e1", "--models", "heuristic", "--n", "500"]).startswith(
-        "sv-dagster eval: --n 500 is more than the 56 examples of split 'test'")
+        "sv-dagster eval: --n 500 is more than the 56 examples of split 'test'"
+    )
     assert last_error_line(2, ["eval", "e1", "--models", "heuristic", "--split", "validation"]) == (
-        "sv-dagster eval: dataset/e1 has no split 'validation'; its splits: dev, ood, test, train")
+        "sv-dagster eval: dataset/e1 has no split 'validation'; its splits: dev, ood, test, train"
+    )
     assert last_error_line(2, ["eval", "e1", "--models", "heuristc"]).startswith(
-        "sv-dagster eval: unknown model 'heuristc' (did you mean 'heuristic'?); the models for e1: ")
+        "sv-dagster eval: unknown model 'heuristc' (did you mean 'heuristic'?); the models for e1: "
+    )
     assert last_error_line(2, ["eval", "e1", "--models", "tool-oracle"]).startswith(
-        "sv-dagster eval: model 'tool-oracle' is registered for e2, e3, not e1;")
+        "sv-dagster eval: model 'tool-oracle' is registered for e2, e3, not e1;"
+    )
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert last_error_line(2, ["eval", "e1", "--models", "gpt-5-mini"]) == (
         "sv-dagster eval: model 'gpt-5-mini' needs the environment variable OPENAI_API_KEY (put it in .env or "
-        "export it); nothing was run")
+        "export it); nothing was run"
+    )
     assert len(dg.DagsterInstance.get().get_runs()) == runs  # none of them started a run
     capsys.readouterr()
     assert main(["--verbose", "eval", "e1", "--models", "heuristic", "--n", "all"]) == 0

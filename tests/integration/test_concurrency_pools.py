@@ -42,7 +42,11 @@ def test_a_multiprocess_run_evaluates_one_model_per_endpoint_at_a_time(isolated:
         environ.pop("DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME", None)
         proc = subprocess.run(  # the default executor: multiprocess, both evals ready at once
             [str(Path(sys.executable).parent / "dagster"), "job", "execute", "-j", "eval_e1"],
-            cwd=REPO_ROOT, env=environ, capture_output=True, text=True, timeout=600,
+            cwd=REPO_ROOT,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         assert proc.returncode == 0, proc.stderr[-3000:]
         test_rows = next((isolated / "outputs" / "datasets" / "e1").glob("*/test.jsonl")).read_text().splitlines()
@@ -52,7 +56,10 @@ def test_a_multiprocess_run_evaluates_one_model_per_endpoint_at_a_time(isolated:
     spans = {}
     for event in instance.all_logs(run.run_id):
         step, kind = event.step_key, event.dagster_event_type
-        if step in ("eval__e1__loop_a", "eval__e1__loop_b") and kind in (dg.DagsterEventType.STEP_START, dg.DagsterEventType.STEP_SUCCESS):
+        if step in ("eval__e1__loop_a", "eval__e1__loop_b") and kind in (
+            dg.DagsterEventType.STEP_START,
+            dg.DagsterEventType.STEP_SUCCESS,
+        ):
             spans.setdefault(step, {})[kind] = event.timestamp
     assert len(spans) == 2, spans
     (a, b) = sorted(spans.values(), key=lambda span: span[dg.DagsterEventType.STEP_START])

@@ -29,21 +29,29 @@ def isolate(monkeypatch: pytest.MonkeyPatch, root: Path) -> dg.DagsterInstance:
     return dg.DagsterInstance.get()
 
 
-def run(defs: dg.Definitions, keys: list[str], instance: dg.DagsterInstance, run_config=None) -> dg.ExecuteInProcessResult:
+def run(
+    defs: dg.Definitions, keys: list[str], instance: dg.DagsterInstance, run_config=None
+) -> dg.ExecuteInProcessResult:
     job = defs.resolve_implicit_global_asset_job_def()
     selection = {dg.AssetKey.from_user_string(key) for key in keys}
     return job.get_subset(asset_selection=selection).execute_in_process(
-        instance=instance, run_config=run_config or {}, raise_on_error=False)
+        instance=instance, run_config=run_config or {}, raise_on_error=False
+    )
 
 
 def checks_of(result: dg.ExecuteInProcessResult) -> dict[str, dg.AssetCheckEvaluation]:
-    return {f"{e.asset_check_evaluation_data.asset_key.to_user_string()}:{e.asset_check_evaluation_data.check_name}":
-            e.asset_check_evaluation_data for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"}
+    return {
+        f"{e.asset_check_evaluation_data.asset_key.to_user_string()}:{e.asset_check_evaluation_data.check_name}": e.asset_check_evaluation_data
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION"
+    }
 
 
 def materialized(result: dg.ExecuteInProcessResult) -> set[str]:
-    return {e.step_materialization_data.materialization.asset_key.to_user_string()
-            for e in result.get_asset_materialization_events()}
+    return {
+        e.step_materialization_data.materialization.asset_key.to_user_string()
+        for e in result.get_asset_materialization_events()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -68,11 +76,21 @@ def test_every_corpus_and_dataset_materializes_offline_with_passing_checks(offli
     assert dataset_check["failed"].value == 0 and dataset_check["expectations"].value >= 15
     assert "in_test_normalized" in dataset_check["results"].value  # the markdown table of every expectation
     for key in keys:
-        metadata = instance.get_latest_materialization_event(dg.AssetKey.from_user_string(key)).asset_materialization.metadata
+        metadata = instance.get_latest_materialization_event(
+            dg.AssetKey.from_user_string(key)
+        ).asset_materialization.metadata
         assert metadata["sample"].value is True, key
         assert len(metadata["content_hash"].value) == 64
         if key.startswith("corpus/"):
-            for name in ("source_id", "revision", "license", "row_count", "fetched_at", "loader_version", "n_malformed"):
+            for name in (
+                "source_id",
+                "revision",
+                "license",
+                "row_count",
+                "fetched_at",
+                "loader_version",
+                "n_malformed",
+            ):
                 assert name in metadata, (key, name)
             assert metadata["n_malformed"].value == 0 and metadata["row_count"].value >= 8
         else:
@@ -92,8 +110,11 @@ def test_every_split_loads_through_its_environments_taskset(offline):
             assert n == report["split_sizes"][name] > 0, (short, name)
             for line in (folder / report["files"][name]).read_text().splitlines():
                 row = json.loads(line)
-                flag = row.get("info", {}).get("sample") if short in ("e1", "e4", "e5", "e6") else (
-                    row.get("sample") if short == "e2" else row.get("meta", {}).get("sample"))
+                flag = (
+                    row.get("info", {}).get("sample")
+                    if short in ("e1", "e4", "e5", "e6")
+                    else (row.get("sample") if short == "e2" else row.get("meta", {}).get("sample"))
+                )
                 assert flag is True, (short, name, row.get("id"))
         if short == "e1":
             assert report["split_sizes"]["ood"] == 40 and report["test_source"] == "corpora"
@@ -112,8 +133,11 @@ def test_a_corpus_that_fails_its_suite_blocks_its_dataset_and_evals(tmp_path, mo
     relabelled.to_json(broken, orient="records", lines=True)
     defs = build_definitions()
     job = defs.resolve_job_def("eval_e1")
-    result = job.execute_in_process(instance=instance, raise_on_error=False,
-                                    run_config={"ops": {"corpus__iot23": {"config": {"source": str(broken)}}}})
+    result = job.execute_in_process(
+        instance=instance,
+        raise_on_error=False,
+        run_config={"ops": {"corpus__iot23": {"config": {"source": str(broken)}}}},
+    )
     assert not result.success
     check = checks_of(result)["corpus/iot23:great_expectations"]
     assert not check.passed and check.severity == dg.AssetCheckSeverity.ERROR
@@ -150,8 +174,14 @@ def test_malformed_rows_are_recorded_with_file_and_line_and_the_run_goes_on(tmp_
 
 def test_a_bad_dataset_config_fails_before_any_work(offline):
     instance, _, _ = offline
-    result = run(build_definitions(), ["dataset/e3"], instance,
-                 run_config={"ops": {"dataset__e3": {"config": {"test_source": "corpora"}}}})
+    result = run(
+        build_definitions(),
+        ["dataset/e3"],
+        instance,
+        run_config={"ops": {"dataset__e3": {"config": {"test_source": "corpora"}}}},
+    )
     assert not result.success
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
-    assert "dataset/e3: test_source must be one of ('bundled',), got 'corpora'" in failure.step_failure_data.error.message
+    assert (
+        "dataset/e3: test_source must be one of ('bundled',), got 'corpora'" in failure.step_failure_data.error.message
+    )

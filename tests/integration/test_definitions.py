@@ -12,19 +12,40 @@ from sv_dagster.assets.recipe import PROVENANCE_TAG, provenance_asset
 from sv_dagster.definitions import build_definitions, require_provenance
 
 MODEL_KEYS = [
-    "heuristic", "gpt_5", "gpt_5_mini", "claude_sonnet_4_5", "qwen3_72b", "qwen3_235b_a22b",
-    "llama_3_1_8b", "llama_3_70b", "mixtral_8x22b",
+    "heuristic",
+    "gpt_5",
+    "gpt_5_mini",
+    "claude_sonnet_4_5",
+    "qwen3_72b",
+    "qwen3_235b_a22b",
+    "llama_3_1_8b",
+    "llama_3_70b",
+    "mixtral_8x22b",
 ]
-ENV_MODELS = {"e1": MODEL_KEYS, "e2": [*MODEL_KEYS, "tool_oracle"], "e3": [*MODEL_KEYS, "tool_oracle"], "e4": MODEL_KEYS,
-              "e5": MODEL_KEYS, "e6": MODEL_KEYS}
+ENV_MODELS = {
+    "e1": MODEL_KEYS,
+    "e2": [*MODEL_KEYS, "tool_oracle"],
+    "e3": [*MODEL_KEYS, "tool_oracle"],
+    "e4": MODEL_KEYS,
+    "e5": MODEL_KEYS,
+    "e6": MODEL_KEYS,
+}
 ALL_EVALS = {f"eval/{env}/{m}" for env, models in ENV_MODELS.items() for m in models}
 ENVS = ("e1", "e2", "e3", "e4", "e5", "e6")
 # The registry models of the checkpoints trained here (configs/training/) and the asset each eval reads.
 TRAINED = {
-    **{(env, f"tiny_{env}_{short}"): asset for env in ENVS for short, asset in (
-        ("base", f"checkpoint/{env}/base"), ("sft", f"checkpoint/{env}/sft"),
-        ("rlft1", f"safety_review/{env}/rlft_stage1"), ("promoted", f"checkpoint/{env}/promoted"))},
-    ("e1", "tiny_rlft2"): "safety_review/rlft_stage2", ("e4", "tiny_rlft2"): "safety_review/rlft_stage2",
+    **{
+        (env, f"tiny_{env}_{short}"): asset
+        for env in ENVS
+        for short, asset in (
+            ("base", f"checkpoint/{env}/base"),
+            ("sft", f"checkpoint/{env}/sft"),
+            ("rlft1", f"safety_review/{env}/rlft_stage1"),
+            ("promoted", f"checkpoint/{env}/promoted"),
+        )
+    },
+    ("e1", "tiny_rlft2"): "safety_review/rlft_stage2",
+    ("e4", "tiny_rlft2"): "safety_review/rlft_stage2",
     **{(env, f"tiny_{env}_cotrain{k}"): f"checkpoint/{env}/cotrain_{k}" for env in ("e5", "e6") for k in (1, 2)},
 }
 TRAINED_EVALS = {f"eval/{env}/{m}" for env, m in TRAINED}
@@ -42,11 +63,21 @@ TRAINING_DEPS = {
     "checkpoint/e6/cotrain_1": {"checkpoint/e6/sft", "checkpoint/e5/cotrain_1", "sft_data/e6", "dataset/e5"},
     "checkpoint/e5/cotrain_2": {"checkpoint/e5/cotrain_1", "checkpoint/e6/cotrain_1", "sft_data/e5"},
     "checkpoint/e6/cotrain_2": {"checkpoint/e6/cotrain_1", "checkpoint/e5/cotrain_2", "sft_data/e6", "dataset/e5"},
-    **{f"ablation/{env}": {f"dataset/{env}", f"sft_data/{env}", f"checkpoint/{env}/base", f"checkpoint/{env}/sft",
-                           f"checkpoint/{env}/rlft_stage1"} for env in ENVS},
+    **{
+        f"ablation/{env}": {
+            f"dataset/{env}",
+            f"sft_data/{env}",
+            f"checkpoint/{env}/base",
+            f"checkpoint/{env}/sft",
+            f"checkpoint/{env}/rlft_stage1",
+        }
+        for env in ENVS
+    },
 }
 # What the monthly report sums training compute over: every stage and ablation (not the promotion record).
-TRAINING_COMPUTE = {key for key in TRAINING_DEPS if key.startswith(("checkpoint/", "ablation/")) and not key.endswith("promoted")}
+TRAINING_COMPUTE = {
+    key for key in TRAINING_DEPS if key.startswith(("checkpoint/", "ablation/")) and not key.endswith("promoted")
+}
 # configs/sources.yaml: the corpora that feed each dataset (E5 and E6 share theirs).
 ENV_CORPORA = {
     "e1": {"iot23", "cicids2017", "unsw_nb15"},
@@ -60,8 +91,15 @@ ALL_CORPORA = {f"corpus/{c}" for corpora in ENV_CORPORA.values() for c in corpor
 DATA = ALL_CORPORA | {f"dataset/{env}" for env in ENV_CORPORA}
 # synthetic/<env> (daily partitions): seeds from curated datasets, E5 from defender failures, E6 pairs with E5.
 SYNTHETIC_DEPS = {
-    "synthetic/e1": {"dataset/e1"}, "synthetic/e2": {"dataset/e2"}, "synthetic/e3": set(), "synthetic/e4": set(),
-    "synthetic/e5": {"dataset/e5", "tournament/e5_e6", *(f"eval/{env}/{m}" for env in ("e5", "e6") for m in ENV_MODELS[env])},
+    "synthetic/e1": {"dataset/e1"},
+    "synthetic/e2": {"dataset/e2"},
+    "synthetic/e3": set(),
+    "synthetic/e4": set(),
+    "synthetic/e5": {
+        "dataset/e5",
+        "tournament/e5_e6",
+        *(f"eval/{env}/{m}" for env in ("e5", "e6") for m in ENV_MODELS[env]),
+    },
     "synthetic/e6": {"synthetic/e5"},
 }
 SYNTHETIC = set(SYNTHETIC_DEPS)
@@ -70,8 +108,12 @@ EXPECTED_DEPS = {
     **{f"dataset/{env}": {f"corpus/{c}" for c in corpora} for env, corpora in ENV_CORPORA.items()},
     "tournament/e5_e6": {"dataset/e5", "dataset/e6"},
     **SYNTHETIC_DEPS,
-    **{f"{kind}/{env}/{m}": ({f"dataset/{env}"} if kind == "eval" else {f"eval/{env}/{m}"})
-       for env, models in ENV_MODELS.items() for m in models for kind in ("eval", "triage", "rescore")},
+    **{
+        f"{kind}/{env}/{m}": ({f"dataset/{env}"} if kind == "eval" else {f"eval/{env}/{m}"})
+        for env, models in ENV_MODELS.items()
+        for m in models
+        for kind in ("eval", "triage", "rescore")
+    },
     **TRAINING_DEPS,
     **{f"eval/{env}/{m}": {f"dataset/{env}", asset} for (env, m), asset in TRAINED.items()},
     **{f"{kind}/{env}/{m}": {f"eval/{env}/{m}"} for env, m in TRAINED for kind in ("triage", "rescore")},
@@ -80,11 +122,23 @@ EXPECTED_DEPS = {
     "reports/monthly": ALL_EVALS | {"tournament/e5_e6"} | TRAINING_COMPUTE,  # attacker curves, training compute
 }
 PROGRAM_GROUPS = {"corpora", "datasets", "synthetic", "training", "safety", "evals", "tournaments", "reports"}
-EXPECTED_GROUPS = {"corpus/iot23": "corpora", "dataset/e1": "datasets", "dataset/e2": "datasets",
-                   "eval/e1/heuristic": "evals", "eval/e3/tool_oracle": "evals", "reports/weekly": "reports",
-                   "tournament/e5_e6": "tournaments", "synthetic/e1": "synthetic", "synthetic/e6": "synthetic",
-                   "sft_data/e1": "training", "checkpoint/e1/rlft_stage1": "training", "ablation/e2": "training",
-                   "safety_review/e1/rlft_stage1": "safety", "safety_signoff/e1": "safety", "eval/e1/tiny_e1_rlft1": "evals"}
+EXPECTED_GROUPS = {
+    "corpus/iot23": "corpora",
+    "dataset/e1": "datasets",
+    "dataset/e2": "datasets",
+    "eval/e1/heuristic": "evals",
+    "eval/e3/tool_oracle": "evals",
+    "reports/weekly": "reports",
+    "tournament/e5_e6": "tournaments",
+    "synthetic/e1": "synthetic",
+    "synthetic/e6": "synthetic",
+    "sft_data/e1": "training",
+    "checkpoint/e1/rlft_stage1": "training",
+    "ablation/e2": "training",
+    "safety_review/e1/rlft_stage1": "safety",
+    "safety_signoff/e1": "safety",
+    "eval/e1/tiny_e1_rlft1": "evals",
+}
 
 
 def path_of(env: str, *models: str) -> set[str]:
@@ -93,13 +147,28 @@ def path_of(env: str, *models: str) -> set[str]:
 
 
 E1_HEURISTIC = path_of("e1", "heuristic")
-TOURNAMENT = {"tournament/e5_e6", "dataset/e5", "dataset/e6"} | {f"corpus/{c}" for c in ENV_CORPORA["e5"] | ENV_CORPORA["e6"]}
-DEFAULTS = (E1_HEURISTIC | path_of("e2", "heuristic", "tool_oracle") | path_of("e3", "heuristic", "tool_oracle")
-            | path_of("e4", "heuristic") | path_of("e5", "heuristic") | path_of("e6", "heuristic") | TOURNAMENT)
-SWEEP = (E1_HEURISTIC | path_of("e2", "heuristic") | path_of("e3", "heuristic") | path_of("e4", "heuristic")
-         | path_of("e5", "heuristic") | path_of("e6", "heuristic")
-         # The promoted checkpoints: read as they stand, never retrained by a sweep.
-         | {f"{kind}/{env}/tiny_{env}_promoted" for env in ENVS for kind in ("eval", "triage")})
+TOURNAMENT = {"tournament/e5_e6", "dataset/e5", "dataset/e6"} | {
+    f"corpus/{c}" for c in ENV_CORPORA["e5"] | ENV_CORPORA["e6"]
+}
+DEFAULTS = (
+    E1_HEURISTIC
+    | path_of("e2", "heuristic", "tool_oracle")
+    | path_of("e3", "heuristic", "tool_oracle")
+    | path_of("e4", "heuristic")
+    | path_of("e5", "heuristic")
+    | path_of("e6", "heuristic")
+    | TOURNAMENT
+)
+SWEEP = (
+    E1_HEURISTIC
+    | path_of("e2", "heuristic")
+    | path_of("e3", "heuristic")
+    | path_of("e4", "heuristic")
+    | path_of("e5", "heuristic")
+    | path_of("e6", "heuristic")
+    # The promoted checkpoints: read as they stand, never retrained by a sweep.
+    | {f"{kind}/{env}/tiny_{env}_promoted" for env in ENVS for kind in ("eval", "triage")}
+)
 
 
 def data_of(env: str) -> set[str]:
@@ -107,13 +176,21 @@ def data_of(env: str) -> set[str]:
 
 
 def trained_evals(*checkpoints: str) -> set[str]:
-    return {f"{kind}/{env}/{m}" for (env, m), asset in TRAINED.items() if asset in checkpoints for kind in ("eval", "triage")}
+    return {
+        f"{kind}/{env}/{m}"
+        for (env, m), asset in TRAINED.items()
+        if asset in checkpoints
+        for kind in ("eval", "triage")
+    }
 
 
 def rlft(env: str) -> set[str]:
     stages = {f"checkpoint/{env}/{s}" for s in ("base", "sft", "rlft_stage1")} | {f"safety_review/{env}/rlft_stage1"}
-    return data_of(env) | stages | trained_evals(f"checkpoint/{env}/base", f"checkpoint/{env}/sft",
-                                                  f"safety_review/{env}/rlft_stage1")
+    return (
+        data_of(env)
+        | stages
+        | trained_evals(f"checkpoint/{env}/base", f"checkpoint/{env}/sft", f"safety_review/{env}/rlft_stage1")
+    )
 
 
 COTRAIN = {f"checkpoint/{env}/cotrain_{k}" for env in ("e5", "e6") for k in (1, 2)}
@@ -121,10 +198,15 @@ TRAINING_JOBS = {
     **{f"sft_{env}": data_of(env) | {f"checkpoint/{env}/base", f"checkpoint/{env}/sft"} for env in ENVS},
     **{f"rlft_{env}": rlft(env) for env in ENVS},
     **{f"promote_{env}": {f"safety_signoff/{env}", f"checkpoint/{env}/promoted"} for env in ENVS},
-    "rlft_stage2": data_of("e1") | data_of("e4") | {"checkpoint/rlft_stage2", "safety_review/rlft_stage2"}
+    "rlft_stage2": data_of("e1")
+    | data_of("e4")
+    | {"checkpoint/rlft_stage2", "safety_review/rlft_stage2"}
     | trained_evals("safety_review/rlft_stage2"),
-    "cotrain_e5_e6": data_of("e5") | data_of("e6") | {f"checkpoint/{env}/{s}" for env in ("e5", "e6") for s in ("base", "sft")}
-    | COTRAIN | trained_evals(*COTRAIN),
+    "cotrain_e5_e6": data_of("e5")
+    | data_of("e6")
+    | {f"checkpoint/{env}/{s}" for env in ("e5", "e6") for s in ("base", "sft")}
+    | COTRAIN
+    | trained_evals(*COTRAIN),
     **{f"ablation_{env}": {f"ablation/{env}"} for env in ENVS},
 }
 EXPECTED_JOBS = {
@@ -181,7 +263,10 @@ def test_groups_owners_and_provenance_on_every_asset(graph):
         assert spec.description, key
         # A readable graph: every asset in one of the program's groups, with the kinds of what it writes.
         assert spec.group_name in PROGRAM_GROUPS, (key, spec.group_name)
-        assert spec.kinds and spec.kinds <= {"json", "png", "html", "markdown", "parquet", "pytorch", "huggingface"}, (key, spec.kinds)
+        assert spec.kinds and spec.kinds <= {"json", "png", "html", "markdown", "parquet", "pytorch", "huggingface"}, (
+            key,
+            spec.kinds,
+        )
 
 
 def test_jobs_select_the_default_models_path(graph):
@@ -205,8 +290,12 @@ def test_adding_a_model_is_a_registry_edit(tmp_path: Path, monkeypatch):
     )
     monkeypatch.setenv("SV_MODEL_REGISTRY", str(path))
     keys = {key.to_user_string() for key in build_definitions().resolve_asset_graph().get_all_asset_keys()}
-    assert keys == DATA | SYNTHETIC | set(TRAINING_DEPS) | {"reports/weekly", "reports/monthly", "reports/scoreboard",
-                                                             "tournament/e5_e6"} | {
+    assert keys == DATA | SYNTHETIC | set(TRAINING_DEPS) | {
+        "reports/weekly",
+        "reports/monthly",
+        "reports/scoreboard",
+        "tournament/e5_e6",
+    } | {
         f"{kind}/{env}/{m}" for kind in ("eval", "triage", "rescore") for env in ENVS for m in ("heuristic", "my_vllm")
     } | {f"{kind}/{env}/{m}" for env, m in TRAINED for kind in ("eval", "triage", "rescore")}
 
@@ -228,16 +317,26 @@ def test_an_asset_without_provenance_is_refused():
 def test_every_eval_asset_has_a_blocking_regression_gate(graph):
     checks = {(key.asset_key.to_user_string(), key.name) for key in graph.resolve_asset_graph().asset_check_keys}
     evals = ALL_EVALS | TRAINED_EVALS
-    assert checks == ({(key, "regression_gate") for key in evals} | {(key, "great_expectations") for key in DATA}
-                      | {(key, "spot_check") for key in SYNTHETIC}
-                      | {(key, "automated_review") for key in TRAINING_DEPS if key.startswith("safety_review/")})
+    assert checks == (
+        {(key, "regression_gate") for key in evals}
+        | {(key, "great_expectations") for key in DATA}
+        | {(key, "spot_check") for key in SYNTHETIC}
+        | {(key, "automated_review") for key in TRAINING_DEPS if key.startswith("safety_review/")}
+    )
     job = graph.resolve_job_def("eval_e1")
     assert {k.asset_key.to_user_string() for k in job.asset_layer.asset_graph.asset_check_keys} == {
-        "eval/e1/heuristic", "dataset/e1", *(f"corpus/{c}" for c in ENV_CORPORA["e1"])}
+        "eval/e1/heuristic",
+        "dataset/e1",
+        *(f"corpus/{c}" for c in ENV_CORPORA["e1"]),
+    }
 
 
 def test_every_corpus_and_dataset_has_a_blocking_great_expectations_suite(graph):
-    specs = {(spec.asset_key.to_user_string(), spec.name): spec for checks in graph.asset_checks for spec in checks.check_specs}
+    specs = {
+        (spec.asset_key.to_user_string(), spec.name): spec
+        for checks in graph.asset_checks
+        for spec in checks.check_specs
+    }
     for key in DATA:
         assert specs[(key, "great_expectations")].blocking, key
 
@@ -248,9 +347,14 @@ def test_synthetic_daily_is_partitioned_and_its_spot_checks_do_not_block(graph):
     assert isinstance(job.partitions_def, dg.DailyPartitionsDefinition)  # partitioned on purpose: one batch a day
     assert job.partitions_def.get_first_partition_key() == "2026-11-01"
     assert {(k.asset_key.to_user_string(), k.name) for k in job.asset_layer.asset_graph.asset_check_keys} == {
-        (key, "spot_check") for key in SYNTHETIC}
-    specs = {spec.asset_key.to_user_string(): spec for checks in graph.asset_checks for spec in checks.check_specs
-             if spec.name == "spot_check"}
+        (key, "spot_check") for key in SYNTHETIC
+    }
+    specs = {
+        spec.asset_key.to_user_string(): spec
+        for checks in graph.asset_checks
+        for spec in checks.check_specs
+        if spec.name == "spot_check"
+    }
     assert set(specs) == SYNTHETIC and not any(spec.blocking for spec in specs.values())  # never waits for a human
     [schedule] = [s for s in graph.schedules if s.name == "synthetic_daily_schedule"]
     assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
@@ -259,7 +363,11 @@ def test_synthetic_daily_is_partitioned_and_its_spot_checks_do_not_block(graph):
 
 
 def test_a_failed_safety_review_blocks_what_follows_it(graph):
-    specs = {(spec.asset_key.to_user_string(), spec.name): spec for checks in graph.asset_checks for spec in checks.check_specs}
+    specs = {
+        (spec.asset_key.to_user_string(), spec.name): spec
+        for checks in graph.asset_checks
+        for spec in checks.check_specs
+    }
     reviews = [key for key in TRAINING_DEPS if key.startswith("safety_review/")]
     assert reviews and all(specs[(key, "automated_review")].blocking for key in reviews)
 
@@ -267,7 +375,13 @@ def test_a_failed_safety_review_blocks_what_follows_it(graph):
 def test_training_steps_ask_for_a_gpu_pod_and_share_the_gpu_pool(graph):
     import json
 
-    for key in ("checkpoint/e1/sft", "checkpoint/e1/rlft_stage1", "checkpoint/rlft_stage2", "checkpoint/e6/cotrain_1", "ablation/e1"):
+    for key in (
+        "checkpoint/e1/sft",
+        "checkpoint/e1/rlft_stage1",
+        "checkpoint/rlft_stage2",
+        "checkpoint/e6/cotrain_1",
+        "ablation/e1",
+    ):
         assets_def = graph.resolve_assets_def(dg.AssetKey(key.split("/")))
         config = json.loads(assets_def.op.tags["dagster-k8s/config"])
         assert config["container_config"]["resources"]["limits"]["nvidia.com/gpu"], key

@@ -67,7 +67,16 @@ def test_provenance_is_stored_on_every_materialization(run_e1):
     for key in E1_PATH:
         entry = latest(instance, key)
         metadata = entry.asset_materialization.metadata
-        for field in ("git_commit", "git_dirty", "packages", "config_hash", "content_hash", "input_data_versions", "seed", "config"):
+        for field in (
+            "git_commit",
+            "git_dirty",
+            "packages",
+            "config_hash",
+            "content_hash",
+            "input_data_versions",
+            "seed",
+            "config",
+        ):
             assert field in metadata, (key, field)
         assert entry.tags["dagster/data_version"] == metadata["content_hash"].value
         packages = metadata["packages"].value
@@ -118,9 +127,14 @@ def test_openai_model_eval_via_registry_and_no_secret_anywhere(isolated: Path, m
 
     secret = "sk-test-DO-NOT-LEAK-0123456789abcdef"
     monkeypatch.setenv("LOOPBACK_API_KEY", secret)
-    with LoopbackOpenAIServer(lambda req: heuristic_reply(req["messages"][-1]["content"]), require_api_key=secret) as server:
+    with LoopbackOpenAIServer(
+        lambda req: heuristic_reply(req["messages"][-1]["content"]), require_api_key=secret
+    ) as server:
         registry = loopback_registry(
-            isolated / "models.yaml", server.base_url, name="loopback-llm", model="loopback-model",
+            isolated / "models.yaml",
+            server.base_url,
+            name="loopback-llm",
+            model="loopback-model",
             extra="    api_key_env: LOOPBACK_API_KEY\n    sampling: {temperature: 0.7, max_tokens: 64, seed: 3}\n",
         )
         monkeypatch.setenv("SV_MODEL_REGISTRY", str(registry))
@@ -130,7 +144,13 @@ def test_openai_model_eval_via_registry_and_no_secret_anywhere(isolated: Path, m
         assert server.requests and server.requests[0]["max_completion_tokens"] == 64
     evaluation = latest(instance, "eval/e1/loopback_llm").asset_materialization.metadata
     assert evaluation["base_url"].value == server.base_url and evaluation["model_id"].value == "loopback-model"
-    assert evaluation["sampling"].value == {"temperature": 0.7, "max_tokens": 64, "top_p": 1.0, "seed": 3, "timeout_s": 60.0}
+    assert evaluation["sampling"].value == {
+        "temperature": 0.7,
+        "max_tokens": 64,
+        "top_p": 1.0,
+        "seed": 3,
+        "timeout_s": 60.0,
+    }
     assert evaluation["config"].value["model"]["api_key_env"] == "LOOPBACK_API_KEY"
     leaks = [
         str(path)
@@ -145,13 +165,23 @@ def test_rescore_job_rescores_the_latest_eval_with_a_new_reward_config(run_e1, t
     instance, first, _ = run_e1
     custom = tmp_path / "rescore.toml"
     custom.write_text("[weights]\naccuracy = 5.0\n")
-    result = build_definitions().resolve_job_def("rescore_e1").execute_in_process(
-        instance=instance, run_config={"ops": {"rescore__e1__heuristic": {"config": {"reward_config": str(custom)}}}}
+    result = (
+        build_definitions()
+        .resolve_job_def("rescore_e1")
+        .execute_in_process(
+            instance=instance,
+            run_config={"ops": {"rescore__e1__heuristic": {"config": {"reward_config": str(custom)}}}},
+        )
     )
     assert result.success
     metadata = latest(instance, "rescore/e1/heuristic").asset_materialization.metadata
     assert metadata["rescored_from"].value["run_id"] == first.run_id
-    assert metadata["input_data_versions"].value == {"eval/e1/heuristic": latest(instance, "eval/e1/heuristic").tags["dagster/data_version"]}
+    assert metadata["input_data_versions"].value == {
+        "eval/e1/heuristic": latest(instance, "eval/e1/heuristic").tags["dagster/data_version"]
+    }
     rows = read_results(Path(metadata["artifact_path"].value) / "results.jsonl")
     assert rows and all(row["reward_weights"]["accuracy"] == 5.0 for row in rows)
-    assert metadata["reward_config_hash"].value != latest(instance, "eval/e1/heuristic").asset_materialization.metadata["reward_config_hash"].value
+    assert (
+        metadata["reward_config_hash"].value
+        != latest(instance, "eval/e1/heuristic").asset_materialization.metadata["reward_config_hash"].value
+    )

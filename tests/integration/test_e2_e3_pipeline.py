@@ -89,7 +89,11 @@ def test_dagster_job_execute_as_written(isolated: Path, env: str):
     environ.pop("DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME", None)  # the venv's .pth sets it again
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "dagster"), "job", "execute", "-j", f"eval_{env}"],
-        cwd=REPO_ROOT, env=environ, capture_output=True, text=True, timeout=600,
+        cwd=REPO_ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     evals = isolated / "outputs" / "evals"
@@ -116,14 +120,23 @@ def test_unscannable_configs_are_recorded_unscored_and_the_run_goes_on(isolated:
         "bomb.yaml": "\n".join(levels) + "\n",
         "broken.tf": 'resource "aws_s3_bucket" "b" {\n  bucket = \n',
     }
-    good = (REPO_ROOT / "environments/sv-env-config-verification/sv_env_config_verification/corpus/kubernetes/privileged-pod.yaml").read_text()
+    good = (
+        REPO_ROOT
+        / "environments/sv-env-config-verification/sv_env_config_verification/corpus/kubernetes/privileged-pod.yaml"
+    ).read_text()
     dataset = isolated / "configs.jsonl"
     with dataset.open("w") as out:
         for name, content in {**bad, "pod.yaml": good}.items():
             out.write(json.dumps({"id": name, "filename": name, "content": content}) + "\n")
     spec = ModelSpec(name="heuristic", backend="heuristic", model="rules-v1")
-    run = evaluate(ENVS["e2"], spec, make_backend(spec, "sv-env-config-verification"), dataset_path=dataset,
-                   outputs_root=isolated / "outputs", run_id="bad-input")
+    run = evaluate(
+        ENVS["e2"],
+        spec,
+        make_backend(spec, "sv-env-config-verification"),
+        dataset_path=dataset,
+        outputs_root=isolated / "outputs",
+        run_id="bad-input",
+    )
     rows = {row["example_id"]: row for row in read_results(run.results_path)}
     for name in bad:
         assert rows[name]["error_kind"] == "scoring" and rows[name]["reward"] is None, name

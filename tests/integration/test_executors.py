@@ -104,7 +104,10 @@ def test_unset_keeps_dagsters_default_and_bad_choices_fail_at_load(isolated, mon
     assert default.name == dg.multi_or_in_process_executor.name
 
     monkeypatch.setenv("SV_EXECUTOR", "spark")
-    with pytest.raises(ExecutorConfigError, match="'spark' is not an executor; choose one of: multiprocess, in_process, k8s, celery, ray"):
+    with pytest.raises(
+        ExecutorConfigError,
+        match="'spark' is not an executor; choose one of: multiprocess, in_process, k8s, celery, ray",
+    ):
         build_definitions()
     monkeypatch.setenv("SV_EXECUTOR", "k8s")  # no SV_K8S_* set: named, with the file and keys
     for var in ("SV_K8S_IMAGE", "SV_K8S_NAMESPACE"):
@@ -117,7 +120,9 @@ def test_unset_keeps_dagsters_default_and_bad_choices_fail_at_load(isolated, mon
     )
 
     (tmp_path / "celery.yaml").write_text("brokr: redis://x\n")
-    with pytest.raises(ExecutorConfigError, match=r'(?s)celery.yaml: invalid celery executor config: .*unexpected config entry "brokr"'):
+    with pytest.raises(
+        ExecutorConfigError, match=r'(?s)celery.yaml: invalid celery executor config: .*unexpected config entry "brokr"'
+    ):
         build_executor("celery", tmp_path / "celery.yaml")
     (tmp_path / "ray.yaml").write_text("ray: [unclosed\n")
     with pytest.raises(ExecutorConfigError, match="ray.yaml: not valid YAML"):
@@ -151,21 +156,34 @@ def test_k8s_tags_and_step_defaults_become_the_step_pod_spec(deploy_env, monkeyp
     def dataset_e1():
         return None
 
-    job = dg.Definitions(assets=[checkpoint_sft, dataset_e1], executor=executor_from_env()).resolve_implicit_global_asset_job_def()
+    job = dg.Definitions(
+        assets=[checkpoint_sft, dataset_e1], executor=executor_from_env()
+    ).resolve_implicit_global_asset_job_def()
     config = dg.validate_run_config(job, {})["execution"]["k8s"]
 
     def step_pod(step_key: str):
         step_tags = job.graph.node_named(step_key).tags  # what the executor reads as the step's tags
         executor_context = K8sContainerContext(
-            image_pull_policy=config["image_pull_policy"], service_account_name=config["service_account_name"],
-            env_vars=config["env_vars"], env_secrets=config["env_secrets"], namespace=config["job_namespace"],
+            image_pull_policy=config["image_pull_policy"],
+            service_account_name=config["service_account_name"],
+            env_vars=config["env_vars"],
+            env_secrets=config["env_secrets"],
+            namespace=config["job_namespace"],
             run_k8s_config=UserDefinedDagsterK8sConfig.from_dict(config["step_k8s_config"]),
         )
         context = executor_context.merge(K8sContainerContext(run_k8s_config=get_user_defined_k8s_config(step_tags)))
-        job_config = DagsterK8sJobConfig(job_image=config["job_image"], dagster_home="/opt/dagster/dagster_home",
-                                         instance_config_map="sv-dagster-instance")
-        k8s_job = construct_dagster_k8s_job(job_config, args=["dagster", "api", "execute_step"], job_name=f"dagster-step-{step_key}",
-                                            user_defined_k8s_config=context.run_k8s_config, component="step_worker")
+        job_config = DagsterK8sJobConfig(
+            job_image=config["job_image"],
+            dagster_home="/opt/dagster/dagster_home",
+            instance_config_map="sv-dagster-instance",
+        )
+        k8s_job = construct_dagster_k8s_job(
+            job_config,
+            args=["dagster", "api", "execute_step"],
+            job_name=f"dagster-step-{step_key}",
+            user_defined_k8s_config=context.run_k8s_config,
+            component="step_worker",
+        )
         return context, k8s_job.spec.template.spec
 
     context, gpu = step_pod("checkpoint_sft")
@@ -211,7 +229,9 @@ def test_the_local_executors_run_for_real(name, isolated: Path):
     runs each step in its own process, the in-process one every step in the run's process."""
     run = run_job("monthly_report", SV_EXECUTOR=name)
     events = dg.DagsterInstance.get().all_logs(run.run_id)
-    step_pids = {e.step_key: e.dagster_event.pid for e in events if e.dagster_event_type == dg.DagsterEventType.STEP_START}
+    step_pids = {
+        e.step_key: e.dagster_event.pid for e in events if e.dagster_event_type == dg.DagsterEventType.STEP_START
+    }
     run_pid = next(e.dagster_event.pid for e in events if e.dagster_event_type == dg.DagsterEventType.RUN_START)
     assert set(step_pids) == {"reports__monthly", "reports__scoreboard"}
     engine = " ".join(e.message for e in events if e.dagster_event_type == dg.DagsterEventType.ENGINE_EVENT)
@@ -228,7 +248,11 @@ def run_job(job: str, **env: str) -> dg.DagsterRun:
     environ.pop("DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME", None)  # the venv's .pth sets it again
     proc = subprocess.run(
         [str(Path(sys.executable).parent / "dagster"), "job", "execute", "-j", job],
-        cwd=REPO_ROOT, env=environ, capture_output=True, text=True, timeout=300,
+        cwd=REPO_ROOT,
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     (run,) = dg.DagsterInstance.get().get_runs()
@@ -241,23 +265,49 @@ def test_celery_runs_steps_on_a_real_worker(isolated: Path):
     queue, results = isolated / "celery-queue", isolated / "celery-results.sqlite"
     queue.mkdir()
     config = isolated / "celery.yaml"
-    config.write_text(yaml.safe_dump({"execution": {"config": {
-        "broker": "filesystem://",
-        "backend": f"db+sqlite:///{results}",  # transactional: Celery's file backend can be read half-written
-        "config_source": {
-            # kombu's filesystem transport keeps exchange files in ./control unless told otherwise
-            "broker_transport_options": {"data_folder_in": str(queue), "data_folder_out": str(queue),
-                                         "control_folder": str(queue / "control")},
-            "worker_prefetch_multiplier": 1, "task_acks_late": True,
-        },
-    }}}))
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "execution": {
+                    "config": {
+                        "broker": "filesystem://",
+                        "backend": f"db+sqlite:///{results}",  # transactional: Celery's file backend can be read half-written
+                        "config_source": {
+                            # kombu's filesystem transport keeps exchange files in ./control unless told otherwise
+                            "broker_transport_options": {
+                                "data_folder_in": str(queue),
+                                "data_folder_out": str(queue),
+                                "control_folder": str(queue / "control"),
+                            },
+                            "worker_prefetch_multiplier": 1,
+                            "task_acks_late": True,
+                        },
+                    }
+                }
+            }
+        )
+    )
     bin_dir = Path(sys.executable).parent
     environ = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}  # it starts `celery`
     log_path = isolated / "worker.log"
     with log_path.open("w") as log:
         worker = subprocess.Popen(
-            [str(bin_dir / "dagster-celery"), "worker", "start", "-A", "dagster_celery.app", "-y", str(config), "-n", "sv-test"],
-            cwd=REPO_ROOT, env=environ, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [
+                str(bin_dir / "dagster-celery"),
+                "worker",
+                "start",
+                "-A",
+                "dagster_celery.app",
+                "-y",
+                str(config),
+                "-n",
+                "sv-test",
+            ],
+            cwd=REPO_ROOT,
+            env=environ,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
     try:
         deadline = time.monotonic() + 90
@@ -270,7 +320,9 @@ def test_celery_runs_steps_on_a_real_worker(isolated: Path):
     events = dg.DagsterInstance.get().all_logs(run.run_id)
     engine = [e.message for e in events if e.dagster_event_type == dg.DagsterEventType.ENGINE_EVENT]
     assert any('Submitting celery task for step "reports__monthly"' in m for m in engine), engine
-    step_pids = {e.step_key: e.dagster_event.pid for e in events if e.dagster_event_type == dg.DagsterEventType.STEP_START}
+    step_pids = {
+        e.step_key: e.dagster_event.pid for e in events if e.dagster_event_type == dg.DagsterEventType.STEP_START
+    }
     run_pid = next(e.dagster_event.pid for e in events if e.dagster_event_type == dg.DagsterEventType.RUN_START)
     assert set(step_pids) == {"reports__monthly", "reports__scoreboard"} and run_pid not in step_pids.values()
     worker_log = log_path.read_text()

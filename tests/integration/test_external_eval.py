@@ -14,7 +14,9 @@ from sv_dagster.definitions import build_definitions
 def results(instance: dg.DagsterInstance) -> dict[str, float]:
     entry = instance.get_latest_materialization_event(dg.AssetKey(["eval", "e1", "heuristic"]))
     folder = Path(entry.asset_materialization.metadata["artifact_path"].value)
-    return {row["example_id"]: row["reward"] for row in map(json.loads, (folder / "results.jsonl").read_text().splitlines())}
+    return {
+        row["example_id"]: row["reward"] for row in map(json.loads, (folder / "results.jsonl").read_text().splitlines())
+    }
 
 
 def test_an_external_eval_scores_exactly_as_an_in_process_one(isolated: Path):
@@ -24,7 +26,8 @@ def test_an_external_eval_scores_exactly_as_an_in_process_one(isolated: Path):
     inline = job.execute_in_process(instance=instance, run_config={"ops": {"eval__e1__heuristic": {"config": config}}})
     in_process = results(instance)
     external = job.execute_in_process(
-        instance=instance, run_config={"ops": {"eval__e1__heuristic": {"config": {**config, "external": True}}}})
+        instance=instance, run_config={"ops": {"eval__e1__heuristic": {"config": {**config, "external": True}}}}
+    )
     assert inline.success and external.success
     assert results(instance) == in_process and len(in_process) == 20
     messages = [e.user_message for e in instance.all_logs(external.run_id) if e.step_key == "eval__e1__heuristic"]

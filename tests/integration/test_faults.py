@@ -30,8 +30,15 @@ def right_answer(request: dict) -> str:
 
 
 def loop_spec(server: LoopbackOpenAIServer, **extra) -> ModelSpec:
-    return ModelSpec(name="faulty", backend="openai", model="m", base_url=server.base_url,
-                     max_concurrency=1, sampling=Sampling(timeout_s=0.3), **extra)
+    return ModelSpec(
+        name="faulty",
+        backend="openai",
+        model="m",
+        base_url=server.base_url,
+        max_concurrency=1,
+        sampling=Sampling(timeout_s=0.3),
+        **extra,
+    )
 
 
 def backend(spec: ModelSpec, attempts: int) -> OpenAICompatibleBackend:
@@ -48,17 +55,21 @@ def faulted_prompts(server: LoopbackOpenAIServer, attempts: int) -> set[str]:
 
 def test_every_fault_kind_is_a_model_error_and_the_rerun_asks_only_for_those(tmp_path: Path):
     cache = ResponseCache(tmp_path / "cache.sqlite3")
-    with LoopbackOpenAIServer(right_answer, chaos=0.2, chaos_seed=SEED_WITH_EVERY_FAULT, faults=FAULTS, hang_s=1.0) as server:
+    with LoopbackOpenAIServer(
+        right_answer, chaos=0.2, chaos_seed=SEED_WITH_EVERY_FAULT, faults=FAULTS, hang_s=1.0
+    ) as server:
         spec = loop_spec(server)
-        run = evaluate(E1, spec, backend(spec, attempts=1), dataset_path=None, outputs_root=tmp_path,
-                       run_id="faults", cache=cache)
+        run = evaluate(
+            E1, spec, backend(spec, attempts=1), dataset_path=None, outputs_root=tmp_path, run_id="faults", cache=cache
+        )
         injected = list(server.injected)
         faulted = faulted_prompts(server, attempts=1)
 
         # Only scored replies were cached: the endpoint healed, the faulted ten are asked again.
         server.chaos, asked_before = 0.0, len(server.requests)
-        again = evaluate(E1, spec, backend(spec, attempts=1), dataset_path=None, outputs_root=tmp_path,
-                         run_id="healed", cache=cache)
+        again = evaluate(
+            E1, spec, backend(spec, attempts=1), dataset_path=None, outputs_root=tmp_path, run_id="healed", cache=cache
+        )
         asked = {request["messages"][-1]["content"] for request in server.requests[asked_before:]}
     assert set(injected) == set(FAULTS) and len(faulted) == len(injected) == 10
     rows = read_results(run.results_path)
@@ -77,7 +88,9 @@ def test_every_fault_kind_is_a_model_error_and_the_rerun_asks_only_for_those(tmp
 
 
 def test_faults_are_retried_like_server_errors(tmp_path: Path):
-    with LoopbackOpenAIServer(right_answer, chaos=0.2, chaos_seed=SEED_WITH_EVERY_FAULT, faults=FAULTS, hang_s=1.0) as server:
+    with LoopbackOpenAIServer(
+        right_answer, chaos=0.2, chaos_seed=SEED_WITH_EVERY_FAULT, faults=FAULTS, hang_s=1.0
+    ) as server:
         spec = loop_spec(server)
         run = evaluate(E1, spec, backend(spec, attempts=3), dataset_path=None, outputs_root=tmp_path, run_id="retry")
         lost = faulted_prompts(server, attempts=3)
@@ -116,8 +129,16 @@ def test_a_key_echoed_in_a_401_body_is_redacted_everywhere(tmp_path: Path, monke
 
     with LoopbackOpenAIServer(right_answer, require_api_key=key, reject_chat_echoing_key=True) as server:
         spec = loop_spec(server, api_key_env="LOOP_PROVIDER")
-        run = evaluate(E1, spec, backend(spec, attempts=1), dataset_path=None, outputs_root=tmp_path,
-                       run_id="echo", limit=3, dataset_info={"note": f"copied from a ticket: {other}"})
+        run = evaluate(
+            E1,
+            spec,
+            backend(spec, attempts=1),
+            dataset_path=None,
+            outputs_root=tmp_path,
+            run_id="echo",
+            limit=3,
+            dataset_info={"note": f"copied from a ticket: {other}"},
+        )
     rows = read_results(run.results_path)
     assert all(row["error_kind"] == "model" and "Incorrect API key provided" in row["error"] for row in rows)
     assert all("<redacted>" in row["error"] for row in rows)

@@ -40,8 +40,13 @@ def test_kill_9_at_half_then_resume_run_id_finishes_the_folder(isolated: Path):
     with LoopbackOpenAIServer(right_answer, delay_s=0.15) as server:
         registry = loopback_registry(isolated / "models.yaml", server.base_url, extra="    max_concurrency: 1\n")
         environ = {**os.environ, "SV_MODEL_REGISTRY": str(registry)}
-        child = subprocess.Popen([CLI, "eval", "e1", "--models", "loop"], cwd=REPO_ROOT, env=environ,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        child = subprocess.Popen(
+            [CLI, "eval", "e1", "--models", "loop"],
+            cwd=REPO_ROOT,
+            env=environ,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         evals = isolated / "outputs" / "evals" / "sv-env-network-logs--loop"
         deadline, results = time.time() + 240, None
         while time.time() < deadline:
@@ -62,8 +67,9 @@ def test_kill_9_at_half_then_resume_run_id_finishes_the_folder(isolated: Path):
         assert run_id in instance.event_log_storage.get_concurrency_run_ids()  # and its pool slot
 
         started = time.perf_counter()
-        resumed = subprocess.run([CLI, "resume", run_id], cwd=REPO_ROOT, env=environ, capture_output=True,
-                                 text=True, timeout=240)
+        resumed = subprocess.run(
+            [CLI, "resume", run_id], cwd=REPO_ROOT, env=environ, capture_output=True, text=True, timeout=240
+        )
         took = time.perf_counter() - started
         asked_after = prompts(server.requests[asked_before:])
     assert resumed.returncode == 0, resumed.stderr[-3000:]
@@ -72,7 +78,9 @@ def test_kill_9_at_half_then_resume_run_id_finishes_the_folder(isolated: Path):
 
     rows = read_results(results)
     ids = [row["example_id"] for row in rows]
-    n_test = sum(1 for _ in (Path(json.loads((results.parent / "metadata.json").read_text())["dataset"]["path"])).open())
+    n_test = sum(
+        1 for _ in (Path(json.loads((results.parent / "metadata.json").read_text())["dataset"]["path"])).open()
+    )
     assert len(ids) == len(set(ids)) == n_test  # none lost, none twice
     assert all(row["error"] is None for row in rows)
     assert 20 <= len(finished_before) < n_test - 5  # killed about half way
@@ -124,8 +132,9 @@ def test_the_reaper_takes_only_runs_the_named_process_executed(isolated: Path):
     tags = owner_tags(owner.pid)  # a dead owner's tags, as a re-execution from the UI inherits them
     instance = dg.DagsterInstance.get()
     parent = instance.create_run_for_job(noop_job, status=dg.DagsterRunStatus.FAILURE, tags=tags)
-    launched = instance.create_run_for_job(noop_job, status=dg.DagsterRunStatus.STARTED, tags=tags,
-                                           parent_run_id=parent.run_id, root_run_id=parent.run_id)
+    launched = instance.create_run_for_job(
+        noop_job, status=dg.DagsterRunStatus.STARTED, tags=tags, parent_run_id=parent.run_id, root_run_id=parent.run_id
+    )
     never_started = instance.create_run_for_job(noop_job, status=dg.DagsterRunStatus.NOT_STARTED, tags=tags)
 
     assert [r.run_id for r in reap_dead_runs(instance)] == [never_started.run_id]

@@ -176,7 +176,9 @@ def test_monthly_report_lineage_reaches_the_corpora(isolated: Path):
     lines = text.splitlines()
     assert sum(line.endswith(corpus.time_iso) and "corpus/iot23  data_version=" in line for line in lines) == 1
     (folded,) = [line for line in lines if "NEVER MATERIALIZED" in line]
-    assert folded.startswith("└─ NEVER MATERIALIZED (") and "eval/e2/heuristic" in folded and "tournament/e5_e6" in folded
+    assert (
+        folded.startswith("└─ NEVER MATERIALIZED (") and "eval/e2/heuristic" in folded and "tournament/e5_e6" in folded
+    )
     assert len(lines) == 1 + 1 + 1 + 1 + len(E1_CORPORA)  # report, eval, dataset, folded line, corpora
     assert lineage_from_json(json.loads(json.dumps(lineage_json(tree)))) == tree
 
@@ -204,8 +206,12 @@ def test_a_report_row_traces_to_the_eval_that_fed_it_after_the_eval_is_run_again
     (row,) = [r for r in table_rows(report.read_text()) if r.table == "scoreboard"]
     assert row.cells["run"] == first.run_id[:8] and old_eval.startswith(row.cells["data version"])
 
-    again = materialize(defs, ["dataset/e1", "eval/e1/heuristic"], instance,
-                        run_config={"ops": {"dataset__e1": {"config": {"test_frac": 0.3}}}})
+    again = materialize(
+        defs,
+        ["dataset/e1", "eval/e1/heuristic"],
+        instance,
+        run_config={"ops": {"dataset__e1": {"config": {"test_frac": 0.3}}}},
+    )
     assert again.success and data_version(latest(instance, "eval/e1/heuristic")) != old_eval
 
     assert main(["lineage", str(report), "--row", str(row.line), "--json"]) == 0
@@ -217,7 +223,10 @@ def test_a_report_row_traces_to_the_eval_that_fed_it_after_the_eval_is_run_again
 
     assert main(["audit", str(report)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[-1].startswith(f"OK: {report}: 1 sourced rows") and out[0] == f"  line {row.line:<4} e1 / heuristic (sample)  run {first.run_id[:8]}"
+    assert (
+        out[-1].startswith(f"OK: {report}: 1 sourced rows")
+        and out[0] == f"  line {row.line:<4} e1 / heuristic (sample)  run {first.run_id[:8]}"
+    )
     assert main(["lineage", "eval/e1/heuristic", "--run", "0000dead"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: no materialization of 'eval/e1/heuristic' has run 0000dead; its newest: run ")

@@ -97,7 +97,11 @@ def test_runs_on_postgres_concurrently_without_lost_events(pg_instance_home: Pat
     procs = [
         subprocess.Popen(
             [str(BIN / "dagster"), "job", "execute", "-j", "eval_e1"],
-            cwd=REPO_ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            cwd=REPO_ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         for _ in range(N_CONCURRENT)
     ]
@@ -113,7 +117,7 @@ def test_runs_on_postgres_concurrently_without_lost_events(pg_instance_home: Pat
 
     printed: dict[str, Counter] = {}
     for out in outputs:
-        (run_id, types), = printed_event_types(out).items()  # one run per process
+        ((run_id, types),) = printed_event_types(out).items()  # one run per process
         assert types["RUN_SUCCESS"] == 1 and types["ASSET_MATERIALIZATION"] >= 4, types  # parsed the log
         printed[run_id] = types
     cli_runs = set(printed)
@@ -150,14 +154,13 @@ def test_runs_on_postgres_concurrently_without_lost_events(pg_instance_home: Pat
         }))
         """
     )
-    proc = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, env=dict(os.environ),
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO_ROOT, env=dict(os.environ), capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, proc.stderr[-4000:]
     seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen["storage"] == "PostgresRunStorage"
-    assert seen["runs"] == {
-        run_id: ["SUCCESS", len(instance.all_logs(run_id))] for run_id in cli_runs | {first}
-    }
+    assert seen["runs"] == {run_id: ["SUCCESS", len(instance.all_logs(run_id))] for run_id in cli_runs | {first}}
 
     # 5. The data really is in Postgres, and no SQLite instance database was made.
     conn = pg_server.connect(os.environ["SV_PG_DB"])

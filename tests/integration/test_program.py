@@ -22,7 +22,10 @@ def defs() -> dg.Definitions:
 def test_schedules_are_utc_and_stopped_by_default(defs):
     schedules = {s.name: s for s in defs.schedules}
     assert set(schedules) == set(EXPECTED_SCHEDULES)  # crons and jobs: the definitions snapshot
-    assert all(s.execution_timezone == "UTC" and s.default_status == dg.DefaultScheduleStatus.STOPPED for s in schedules.values())
+    assert all(
+        s.execution_timezone == "UTC" and s.default_status == dg.DefaultScheduleStatus.STOPPED
+        for s in schedules.values()
+    )
 
 
 def ticks(schedule: dg.ScheduleDefinition, start: datetime, n: int) -> list[datetime]:
@@ -35,15 +38,25 @@ def ticks(schedule: dg.ScheduleDefinition, start: datetime, n: int) -> list[date
 def test_next_ticks(defs):
     start = datetime(2026, 11, 22, 12, 0, tzinfo=UTC)  # a Sunday
     by_name = {s.name: s for s in defs.schedules}
-    assert [t.strftime("%a %d %H:%M") for t in ticks(by_name["weekly_sweep_schedule"], start, 2)] == ["Mon 23 06:00", "Mon 30 06:00"]
-    assert [t.strftime("%m-%d %H:%M") for t in ticks(by_name["monthly_report_schedule"], start, 2)] == ["12-01 07:00", "01-01 07:00"]
-    assert [t.strftime("%d %H:%M") for t in ticks(by_name["nightly_regression_schedule"], start, 2)] == ["23 03:00", "24 03:00"]
+    assert [t.strftime("%a %d %H:%M") for t in ticks(by_name["weekly_sweep_schedule"], start, 2)] == [
+        "Mon 23 06:00",
+        "Mon 30 06:00",
+    ]
+    assert [t.strftime("%m-%d %H:%M") for t in ticks(by_name["monthly_report_schedule"], start, 2)] == [
+        "12-01 07:00",
+        "01-01 07:00",
+    ]
+    assert [t.strftime("%d %H:%M") for t in ticks(by_name["nightly_regression_schedule"], start, 2)] == [
+        "23 03:00",
+        "24 03:00",
+    ]
     assert [t.strftime("%d") for t in ticks(by_name["biweekly_full_eval_schedule"], start, 2)] == ["25", "02"]
 
 
 def test_run_requests(defs):
     by_name = {s.name: s for s in defs.schedules}
     with dg.DagsterInstance.ephemeral() as instance:
+
         def evaluate(name: str, when: datetime):
             context = dg.build_schedule_context(instance=instance, scheduled_execution_time=when)
             return by_name[name].evaluate_tick(context)
@@ -64,8 +77,11 @@ def test_weekly_sweep_nightly_and_monthly_jobs_run_offline(defs, isolated: Path)
     defs = build_definitions()
     weekly = defs.resolve_job_def("weekly_sweep").execute_in_process(instance=instance)
     assert weekly.success
-    summary_dir = Path(instance.get_latest_materialization_event(dg.AssetKey(["eval", "e1", "heuristic"]))
-                       .asset_materialization.metadata["artifact_path"].value)
+    summary_dir = Path(
+        instance.get_latest_materialization_event(dg.AssetKey(["eval", "e1", "heuristic"]))
+        .asset_materialization.metadata["artifact_path"]
+        .value
+    )
     assert json.loads((summary_dir / "summary.json").read_text())["n_examples"] == 10  # the quick sweep's N
 
     nightly = defs.resolve_job_def("nightly_regression").execute_in_process(instance=instance)
@@ -74,30 +90,44 @@ def test_weekly_sweep_nightly_and_monthly_jobs_run_offline(defs, isolated: Path)
     gates = [e for e in checks if e.check_name == "regression_gate"]
     assert gates and all(e.passed for e in checks if e.check_name != "regression_gate")  # the data suites
     # No baseline is recorded on a fresh instance: every gate warns, none passes or blocks.
-    assert all(not e.passed and e.severity == dg.AssetCheckSeverity.WARN
-               and e.metadata["state"].value == "NO BASELINE" for e in gates)
+    assert all(
+        not e.passed and e.severity == dg.AssetCheckSeverity.WARN and e.metadata["state"].value == "NO BASELINE"
+        for e in gates
+    )
 
     week = datetime.now(UTC).isocalendar()
     weekly_md = (isolated / "outputs" / "reports" / "weekly" / f"{week[0]}-W{week[1]:02d}.md").read_text()
     assert "| e1 | heuristic |" in weekly_md and "SAMPLE" in weekly_md and "summary.json" in weekly_md
 
     tournament = defs.resolve_job_def("tournament_e5_e6").execute_in_process(
-        instance=instance, run_config={"ops": {"tournament__e5_e6": {"config": {"rounds": 2, "limit": 6}}}})
+        instance=instance, run_config={"ops": {"tournament__e5_e6": {"config": {"rounds": 2, "limit": 6}}}}
+    )
     assert tournament.success
 
     monthly = defs.resolve_job_def("monthly_report").execute_in_process(instance=instance)
     assert monthly.success
     month_dir = isolated / "outputs" / "reports" / "monthly" / f"{datetime.now(UTC):%Y-%m}"
     pngs = sorted(p.name for p in month_dir.glob("*.png"))
-    assert pngs == ["attacker-success.png", "cost-per-model.png", "reliability-e1.png", "reliability-e4.png", "reward-trend-e1.png",
-                    "reward-trend-e2.png", "reward-trend-e3.png", "reward-trend-e4.png", "reward-trend-e5.png",
-                    "reward-trend-e6.png"]  # no reliability diagram where answers carry no label
+    assert pngs == [
+        "attacker-success.png",
+        "cost-per-model.png",
+        "reliability-e1.png",
+        "reliability-e4.png",
+        "reward-trend-e1.png",
+        "reward-trend-e2.png",
+        "reward-trend-e3.png",
+        "reward-trend-e4.png",
+        "reward-trend-e5.png",
+        "reward-trend-e6.png",
+    ]  # no reliability diagram where answers carry no label
     for png in month_dir.glob("*.png"):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 5000
     page = (month_dir / "report.html").read_text()
     assert "<table>" in page and 'src="reliability-e1.png"' in page and "summary.json" in page
     report = (month_dir / "report.md").read_text()
-    assert "12 eval materializations this month" in report  # weekly and nightly, each on e1..e6 (not the tournament's own)
+    assert (
+        "12 eval materializations this month" in report
+    )  # weekly and nightly, each on e1..e6 (not the tournament's own)
     assert "## Attacker success" in report and "| heuristic | heuristic |" in report and "tournament.json" in report
     board = json.loads((isolated / "outputs" / "reports" / "scoreboard" / "e1.json").read_text())
     assert board["rows"][0]["model"] == "heuristic" and board["rows"][0]["n_examples"] == 56

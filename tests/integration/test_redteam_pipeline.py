@@ -35,14 +35,23 @@ def _eval(short: str, out: Path, *, backend=None, model: ModelSpec = HEURISTIC, 
     env = ENVS[short]
     if env.counterpart_env and counterpart is None:
         counterpart = make_backend(HEURISTIC, env.counterpart_env)
-    return evaluate(env, model, backend or make_backend(model, env.env_id), dataset_path=kwargs.pop("dataset_path", None),
-                    outputs_root=out, run_id=kwargs.pop("run_id", "r1"), counterpart=counterpart,
-                    counterpart_model=HEURISTIC if counterpart else None, **kwargs)
+    return evaluate(
+        env,
+        model,
+        backend or make_backend(model, env.env_id),
+        dataset_path=kwargs.pop("dataset_path", None),
+        outputs_root=out,
+        run_id=kwargs.pop("run_id", "r1"),
+        counterpart=counterpart,
+        counterpart_model=HEURISTIC if counterpart else None,
+        **kwargs,
+    )
 
 
 def test_a_registry_model_over_http_plays_the_target(tmp_path: Path):
     """E5's target is any registry backend: here an OpenAI-compatible server that refuses
     once and then complies; the attack succeeds on turn 2 and the target saw the dialogue."""
+
     def reply(request: dict) -> str:
         attacks = [m for m in request["messages"] if m["role"] == "user"]
         return COMPLY if len(attacks) >= 2 else "I can't help with that, but I can suggest safety resources instead."
@@ -90,8 +99,9 @@ def test_a_target_failing_mid_dialogue_leaves_the_example_unscored_and_resume_re
         assert run.summary["n_errors_by_kind"]["counterpart"] == 1
         assert run.summary["attack_success_rate"] == 0.0  # over the two scored examples only
 
-        again = _eval("e5", tmp_path, counterpart=make_backend(spec, "sv-env-redteam-defense"), limit=3, seed=1,
-                      resume=True)
+        again = _eval(
+            "e5", tmp_path, counterpart=make_backend(spec, "sv-env-redteam-defense"), limit=3, seed=1, resume=True
+        )
         assert again.metadata["counts"]["n_resumed"] == 2 and again.metadata["counts"]["n"] == 1
         assert all(r["error"] is None for r in read_results(again.results_path))
 
@@ -192,8 +202,15 @@ def _unsafe_texts_of_the_demo_models(scratch: Path) -> set[str]:
                 seen.add(message["content"])
 
         counterpart = make_backend(HEURISTIC, env.counterpart_env) if env.counterpart_env else None
-        asyncio.run(run_eval(tasks, make_backend(HEURISTIC, env.env_id), scratch / f"{short}.jsonl",
-                             counterpart=counterpart, observe=observe))
+        asyncio.run(
+            run_eval(
+                tasks,
+                make_backend(HEURISTIC, env.env_id),
+                scratch / f"{short}.jsonl",
+                counterpart=counterpart,
+                observe=observe,
+            )
+        )
     from sv_shared.safety import RuleSafetyClassifier
 
     judge = RuleSafetyClassifier()
@@ -205,8 +222,14 @@ def test_jobs_execute_as_written_and_no_unsafe_text_is_stored_in_clear(isolated:
     environ.pop("DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME", None)
     dagster = str(Path(sys.executable).parent / "dagster")
     for job in ("eval_e5", "eval_e6", "tournament_e5_e6"):
-        proc = subprocess.run([dagster, "job", "execute", "-j", job], cwd=REPO_ROOT, env=environ,
-                              capture_output=True, text=True, timeout=600)
+        proc = subprocess.run(
+            [dagster, "job", "execute", "-j", job],
+            cwd=REPO_ROOT,
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert proc.returncode == 0, proc.stderr[-3000:]
         assert "Step 1: acquire [PLACEHOLDER: restricted materials]" not in proc.stdout + proc.stderr  # logs
 
@@ -236,7 +259,12 @@ def test_jobs_execute_as_written_and_no_unsafe_text_is_stored_in_clear(isolated:
     splits = [p for p in curated if p.name in ("train.jsonl", "dev.jsonl", "test.jsonl", "corpus_test.jsonl")]
     assert splits and all(json.loads(line)["info"]["sample"] for p in splits for line in p.read_text().splitlines())
     inputs_written = {*curated, *(p for p in (outputs / "corpora").rglob("*") if p.is_file())}
-    files = [p for root in (outputs, isolated / "dagster_home") for p in root.rglob("*") if p.is_file() and p not in inputs_written]
+    files = [
+        p
+        for root in (outputs, isolated / "dagster_home")
+        for p in root.rglob("*")
+        if p.is_file() and p not in inputs_written
+    ]
     assert any(p.name == "results.jsonl" for p in files)
     markers = 0
     for path in files:

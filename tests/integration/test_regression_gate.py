@@ -24,19 +24,27 @@ def test_gate_warns_without_baseline_then_blocks_a_planted_regression(isolated: 
         defs = build_definitions()
         instance = dg.DagsterInstance.get()
         job = defs.resolve_implicit_global_asset_job_def()
-        path = {*(dg.AssetKey(["corpus", c]) for c in ("iot23", "cicids2017", "unsw_nb15")), dg.AssetKey(["dataset", "e1"]), KEY}
+        path = {
+            *(dg.AssetKey(["corpus", c]) for c in ("iot23", "cicids2017", "unsw_nb15")),
+            dg.AssetKey(["dataset", "e1"]),
+            KEY,
+        }
         config = {"ops": {"eval__e1__loop": {"config": {"split": "train", "use_cache": False}}}}
 
         # No baseline: a failed check of WARN severity, which blocks nothing (the run succeeds).
         first = job.get_subset(asset_selection=path).execute_in_process(instance=instance, run_config=config)
-        (evaluation,) = [e for e in first.get_asset_check_evaluations() if e.asset_check_key == CHECK]  # not the data suites
+        (evaluation,) = [
+            e for e in first.get_asset_check_evaluations() if e.asset_check_key == CHECK
+        ]  # not the data suites
         assert not evaluation.passed and evaluation.severity == dg.AssetCheckSeverity.WARN
         assert evaluation.metadata["state"].value == "NO BASELINE"
         assert "no baseline recorded" in evaluation.metadata["gate"].value["note"]
         capsys.readouterr()
         assert main(["check"]) == 3
         assert "NO BASELINE  eval/e1/loop  no baseline recorded" in capsys.readouterr().out
-        eval_dir = Path(instance.get_latest_materialization_event(KEY).asset_materialization.metadata["artifact_path"].value)
+        eval_dir = Path(
+            instance.get_latest_materialization_event(KEY).asset_materialization.metadata["artifact_path"].value
+        )
         assert main(["baseline", "record", str(eval_dir)]) == 0
 
         same = job.get_subset(asset_selection={KEY}).execute_in_process(instance=instance, run_config=config)

@@ -63,8 +63,15 @@ def test_kill_9_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path: Path)
         asked_before = len(server.requests)
 
         spec = ModelSpec(name="loop", backend="openai", model="m", base_url=server.base_url)
-        run = evaluate(E1, spec, OpenAICompatibleBackend(spec), dataset_path=None, outputs_root=tmp_path,
-                       run_id="killed", resume=True)
+        run = evaluate(
+            E1,
+            spec,
+            OpenAICompatibleBackend(spec),
+            dataset_path=None,
+            outputs_root=tmp_path,
+            run_id="killed",
+            resume=True,
+        )
         asked_after = len(server.requests) - asked_before
     rows = read_results(results)
     ids = [row["example_id"] for row in rows]
@@ -93,8 +100,10 @@ def test_dagster_resume_run_id_continues_the_folder(isolated: Path, monkeypatch)
         defs = build_definitions()
         instance = dg.DagsterInstance.get()
         job = defs.resolve_implicit_global_asset_job_def()
-        keys = {dg.AssetKey.from_user_string(k)
-                for k in ("corpus/iot23", "corpus/cicids2017", "corpus/unsw_nb15", "dataset/e1", "eval/e1/loop")}
+        keys = {
+            dg.AssetKey.from_user_string(k)
+            for k in ("corpus/iot23", "corpus/cicids2017", "corpus/unsw_nb15", "dataset/e1", "eval/e1/loop")
+        }
         no_cache = {"ops": {"eval__e1__loop": {"config": {"use_cache": False}}}}  # count real requests
         first = job.get_subset(asset_selection=keys).execute_in_process(instance=instance, run_config=no_cache)
         results = isolated / "outputs" / "evals" / "sv-env-network-logs--loop" / first.run_id / "results.jsonl"
@@ -110,7 +119,9 @@ def test_dagster_resume_run_id_continues_the_folder(isolated: Path, monkeypatch)
         assert len(server.requests) - asked == total - len(kept)
     ids = [row["example_id"] for row in read_results(results)]
     assert len(ids) == len(set(ids)) == total
-    metadata = instance.get_latest_materialization_event(dg.AssetKey(["eval", "e1", "loop"])).asset_materialization.metadata
+    metadata = instance.get_latest_materialization_event(
+        dg.AssetKey(["eval", "e1", "loop"])
+    ).asset_materialization.metadata
     assert metadata["eval_run_id"].value == first.run_id and metadata["resumed_examples"].value == len(kept)
 
 

@@ -27,12 +27,24 @@ def _rewards(short: str, backend: str, tmp_path: Path) -> dict[str, dict]:
     spec = ModelSpec(name=backend, backend=backend, model=backend)
     counterpart = None
     if env.counterpart_env:
-        counterpart = make_backend(ModelSpec(name="heuristic", backend="heuristic", model="heuristic"), env.counterpart_env)
-    run = evaluate(env, spec, make_backend(spec, env.env_id), dataset_path=None, outputs_root=tmp_path,
-                   run_id=f"{short}-{backend}", counterpart=counterpart, counterpart_model=None)
+        counterpart = make_backend(
+            ModelSpec(name="heuristic", backend="heuristic", model="heuristic"), env.counterpart_env
+        )
+    run = evaluate(
+        env,
+        spec,
+        make_backend(spec, env.env_id),
+        dataset_path=None,
+        outputs_root=tmp_path,
+        run_id=f"{short}-{backend}",
+        counterpart=counterpart,
+        counterpart_model=None,
+    )
     rows = [json.loads(line) for line in run.results_path.read_text(encoding="utf-8").splitlines()]
-    return {row["example_id"]: {"reward": row.get("reward"), "rewards": row.get("rewards"), "error": row.get("error")}
-            for row in rows}
+    return {
+        row["example_id"]: {"reward": row.get("reward"), "rewards": row.get("rewards"), "error": row.get("error")}
+        for row in rows
+    }
 
 
 @pytest.mark.parametrize(("short", "backend"), RUNS)

@@ -137,7 +137,13 @@ def test_a_scoring_failure_is_recorded_and_the_run_goes_on(tmp_path: Path, monke
         return real(predicted, gold)
 
     monkeypatch.setattr(taskset, "accuracy_reward", flaky)
-    with LoopbackOpenAIServer(lambda req: '{"label": "Abstain", "confidence": 0.5}' if "id.resp_p: 23" in req["messages"][-1]["content"] else prose_reply(req)) as server:
+    with LoopbackOpenAIServer(
+        lambda req: (
+            '{"label": "Abstain", "confidence": 0.5}'
+            if "id.resp_p: 23" in req["messages"][-1]["content"]
+            else prose_reply(req)
+        )
+    ) as server:
         model = spec(server)
         run = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="r")
     rows = read_results(run.results_path)
@@ -153,12 +159,18 @@ def test_response_cache_answers_a_repeated_run_without_calls(tmp_path: Path):
     cache = ResponseCache(tmp_path / "cache.sqlite3")
     with LoopbackOpenAIServer(prose_reply) as server:
         model = spec(server)
-        first = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="a", limit=6, cache=cache)
+        first = evaluate(
+            E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="a", limit=6, cache=cache
+        )
         asked = len(server.requests)
-        second = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="b", limit=6, cache=cache)
+        second = evaluate(
+            E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="b", limit=6, cache=cache
+        )
         assert len(server.requests) == asked == 6  # no new calls
         hotter = ModelSpec(**{**model.__dict__, "sampling": Sampling(temperature=0.9)})
-        evaluate(E1, hotter, fast_backend(hotter), dataset_path=None, outputs_root=tmp_path, run_id="c", limit=6, cache=cache)
+        evaluate(
+            E1, hotter, fast_backend(hotter), dataset_path=None, outputs_root=tmp_path, run_id="c", limit=6, cache=cache
+        )
         assert len(server.requests) == 12  # other sampling parameters: a different request
     rows_a, rows_b = read_results(first.results_path), read_results(second.results_path)
     assert {r["example_id"]: r["completion"] for r in rows_a} == {r["example_id"]: r["completion"] for r in rows_b}
@@ -172,7 +184,9 @@ def test_rescore_uses_stored_completions_and_the_new_reward_config(tmp_path: Pat
     with LoopbackOpenAIServer(prose_reply) as server:
         model = spec(server)
         server.fail_next(3, status=500)  # one example ends as a model error
-        first = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="a", limit=8, concurrency=1)
+        first = evaluate(
+            E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="a", limit=8, concurrency=1
+        )
         asked = len(server.requests)
     heavier = tmp_path / "heavier.toml"
     heavier.write_text("[weights]\naccuracy = 4.0\n")
@@ -200,14 +214,22 @@ def test_cost_per_example_from_the_price_table(tmp_path: Path):
     cache = ResponseCache(tmp_path / "cache.sqlite3")
     with LoopbackOpenAIServer(prose_reply) as server:
         priced = ModelSpec(name="mini", backend="openai", model="gpt-5-mini", base_url=server.base_url)
-        run = evaluate(E1, priced, fast_backend(priced), dataset_path=None, outputs_root=tmp_path, run_id="p", limit=5, cache=cache)
-        again = evaluate(E1, priced, fast_backend(priced), dataset_path=None, outputs_root=tmp_path, run_id="q", limit=5, cache=cache)
+        run = evaluate(
+            E1, priced, fast_backend(priced), dataset_path=None, outputs_root=tmp_path, run_id="p", limit=5, cache=cache
+        )
+        again = evaluate(
+            E1, priced, fast_backend(priced), dataset_path=None, outputs_root=tmp_path, run_id="q", limit=5, cache=cache
+        )
         unpriced = spec(server)
-        free = evaluate(E1, unpriced, fast_backend(unpriced), dataset_path=None, outputs_root=tmp_path, run_id="r", limit=5)
+        free = evaluate(
+            E1, unpriced, fast_backend(unpriced), dataset_path=None, outputs_root=tmp_path, run_id="r", limit=5
+        )
     rows = read_results(run.results_path)
     for row in rows:
         usage = row["usage"]
-        assert row["cost_usd"] == pytest.approx((usage["prompt_tokens"] * 0.25 + usage["completion_tokens"] * 2.0) / 1e6)
+        assert row["cost_usd"] == pytest.approx(
+            (usage["prompt_tokens"] * 0.25 + usage["completion_tokens"] * 2.0) / 1e6
+        )
     assert run.summary["total_cost_usd"] == pytest.approx(sum(r["cost_usd"] for r in rows))
     assert run.summary["total_cost_usd"] > 0
     assert run.metadata["price_table"]["version"] == prices.version
@@ -219,7 +241,9 @@ def test_concurrency_halves_on_429_and_never_exceeds_the_cap(tmp_path: Path):
     with LoopbackOpenAIServer(prose_reply, delay_s=0.03) as server:
         server.fail_next(6, status=429, retry_after=0.0)
         model = spec(server, max_concurrency=8)
-        run = evaluate(E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="r", concurrency=16)
+        run = evaluate(
+            E1, model, fast_backend(model), dataset_path=None, outputs_root=tmp_path, run_id="r", concurrency=16
+        )
         peak = server.peak_in_flight
     limits = run.metadata["endpoint_limits"]
     assert peak <= 8 and limits["peak_in_flight"] <= 8

@@ -96,9 +96,13 @@ def test_model_calls_a_tool_reads_the_result_and_is_scored_on_it(tmp_path: Path)
 def test_budget_is_enforced_then_the_model_must_answer(tmp_path: Path):
     def reply(request: dict):
         if request.get("tools"):  # a model that would call tools forever
-            return {"tool_calls": [{"name": "read_vault", "arguments": '{"shelf": "a"}'},
-                                   {"name": "read_vault", "arguments": '{"shelf": "b"}'},
-                                   {"name": "read_vault", "arguments": '{"shelf": "c"}'}]}
+            return {
+                "tool_calls": [
+                    {"name": "read_vault", "arguments": '{"shelf": "a"}'},
+                    {"name": "read_vault", "arguments": '{"shelf": "b"}'},
+                    {"name": "read_vault", "arguments": '{"shelf": "c"}'},
+                ]
+            }
         return "I give up"
 
     with LoopbackOpenAIServer(reply) as server:
@@ -111,10 +115,14 @@ def test_budget_is_enforced_then_the_model_must_answer(tmp_path: Path):
 
 
 def test_bad_tool_calls_are_answered_with_errors_and_recorded(tmp_path: Path):
-    calls = iter([
-        [{"name": "no_such_tool", "arguments": "{}"}],
-        [{"name": "read_vault", "arguments": "not json"}, ],
-    ])
+    calls = iter(
+        [
+            [{"name": "no_such_tool", "arguments": "{}"}],
+            [
+                {"name": "read_vault", "arguments": "not json"},
+            ],
+        ]
+    )
 
     def reply(request: dict):
         if request.get("tools"):

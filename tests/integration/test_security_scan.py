@@ -26,8 +26,9 @@ KEY_PATTERNS = [
 
 
 def test_no_key_reaches_outputs_the_instance_or_logs_after_a_full_demo(isolated: Path, tmp_path_factory):
-    env_vars = sorted({spec.api_key_env for spec in load_registry(REPO_ROOT / "configs" / "models.yaml").values()
-                       if spec.api_key_env})
+    env_vars = sorted(
+        {spec.api_key_env for spec in load_registry(REPO_ROOT / "configs" / "models.yaml").values() if spec.api_key_env}
+    )
     assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "VLLM_API_KEY"} <= set(env_vars)
     keys = {name: f"sk-{name.lower().replace('_', '')}-DONOTLEAK-{i:04d}abcdefghij" for i, name in enumerate(env_vars)}
     secrets = tmp_path_factory.mktemp("outside-the-repo") / "secrets.env"
@@ -44,13 +45,21 @@ def test_no_key_reaches_outputs_the_instance_or_logs_after_a_full_demo(isolated:
             (REPO_ROOT / "configs" / "models.yaml").read_text()
             + f"  loop:\n    backend: openai\n    model: m\n    base_url: {server.base_url}\n    api_key_env: LOOP_KEY\n"
         )
-        keyed = subprocess.run([cli, "eval", "e5", "--models", "loop", "--target", "loop", "--n", "3"], cwd=REPO_ROOT,
-                               env={**environ, "SV_MODEL_REGISTRY": str(registry)}, capture_output=True, text=True,
-                               timeout=600)
+        keyed = subprocess.run(
+            [cli, "eval", "e5", "--models", "loop", "--target", "loop", "--n", "3"],
+            cwd=REPO_ROOT,
+            env={**environ, "SV_MODEL_REGISTRY": str(registry)},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert keyed.returncode == 0, keyed.stderr[-3000:]
         assert len(server.requests) >= 6  # the key was really used (attacker and target calls)
 
-    blobs = {"demo console": (demo.stdout + demo.stderr).encode(), "eval console": (keyed.stdout + keyed.stderr).encode()}
+    blobs = {
+        "demo console": (demo.stdout + demo.stderr).encode(),
+        "eval console": (keyed.stdout + keyed.stderr).encode(),
+    }
     files = [p for root in (isolated / "outputs", isolated / "dagster_home") for p in root.rglob("*") if p.is_file()]
     assert any(p.suffix == ".db" for p in files) and any(p.name == "results.jsonl" for p in files)
     blobs.update({str(p): p.read_bytes() for p in files})

@@ -44,7 +44,11 @@ def test_eval_e1_publishes_to_the_store_and_downstream_runs_from_it(isolated: Pa
         local = Path(metadata["artifact_path"].value)
         relative = local.relative_to(staging).as_posix()
         assert metadata["artifact_uri"].value == f"{remote.as_uri()}/{relative}"
-        assert content_hash_at(metadata["artifact_uri"].value) == metadata["content_hash"].value == entry.tags["dagster/data_version"]
+        assert (
+            content_hash_at(metadata["artifact_uri"].value)
+            == metadata["content_hash"].value
+            == entry.tags["dagster/data_version"]
+        )
         assert tree(remote / relative) == tree(local), key  # same layout, same bytes
         published[key] = relative
 
@@ -53,7 +57,11 @@ def test_eval_e1_publishes_to_the_store_and_downstream_runs_from_it(isolated: Pa
     assert published["dataset/e1"].startswith("datasets/e1/")
     assert published["eval/e1/heuristic"] == f"evals/sv-env-network-logs--heuristic/{result.run_id}"
     assert {p.name for p in (remote / published["eval/e1/heuristic"]).iterdir()} == {
-        "metadata.json", "results.jsonl", "summary.json", "provenance.json"}
+        "metadata.json",
+        "results.jsonl",
+        "summary.json",
+        "provenance.json",
+    }
     assert (remote / f"{published[TRIAGE]}.provenance.json").is_file()  # a single file's record is published beside it
     assert published[TRIAGE].startswith("notes/") and (remote / published[TRIAGE]).with_suffix(".json").is_file()
     assert (remote / ".dagster-io" / "eval" / "e1" / "heuristic").is_file()
@@ -69,7 +77,9 @@ def test_eval_e1_publishes_to_the_store_and_downstream_runs_from_it(isolated: Pa
     entry = latest(instance, TRIAGE)
     metadata = entry.asset_materialization.metadata
     assert entry.run_id == second.run_id
-    assert metadata["input_data_versions"].value == {"eval/e1/heuristic": latest(instance, "eval/e1/heuristic").tags["dagster/data_version"]}
+    assert metadata["input_data_versions"].value == {
+        "eval/e1/heuristic": latest(instance, "eval/e1/heuristic").tags["dagster/data_version"]
+    }
     assert content_hash_at(metadata["artifact_uri"].value) == metadata["content_hash"].value
     assert Path(metadata["artifact_path"].value).read_text() == (remote / published[TRIAGE]).read_text() == first_triage
     # ...and whoever reads materializations from the instance gets the eval folder the same way
@@ -77,4 +87,5 @@ def test_eval_e1_publishes_to_the_store_and_downstream_runs_from_it(isolated: Pa
     eval_dir = local_artifact_path(latest(instance, "eval/e1/heuristic").asset_materialization.metadata)
     assert eval_dir == staging / published["eval/e1/heuristic"]
     assert json.loads((eval_dir / "summary.json").read_text()) == json.loads(
-        (remote / published["eval/e1/heuristic"] / "summary.json").read_text())
+        (remote / published["eval/e1/heuristic"] / "summary.json").read_text()
+    )

@@ -28,7 +28,8 @@ def _key(env: str) -> dg.AssetKey:
 
 def _batch(instance: dg.DagsterInstance, env: str) -> Path:
     record = instance.fetch_materializations(
-        dg.AssetRecordsFilter(asset_key=_key(env), asset_partitions=[PARTITION]), limit=1).records[0]
+        dg.AssetRecordsFilter(asset_key=_key(env), asset_partitions=[PARTITION]), limit=1
+    ).records[0]
     return Path(record.asset_materialization.metadata["artifact_path"].value)
 
 
@@ -58,8 +59,10 @@ def daily(tmp_path_factory: pytest.TempPathFactory):
 def test_synthetic_daily_writes_six_loadable_sample_batches(daily):
     root, instance, result = daily
     assert result.success
-    materialized = {e.step_materialization_data.materialization.asset_key.path[1]: e
-                    for e in result.get_asset_materialization_events()}
+    materialized = {
+        e.step_materialization_data.materialization.asset_key.path[1]: e
+        for e in result.get_asset_materialization_events()
+    }
     assert set(materialized) == set(ENVS)
     for env, event in materialized.items():
         assert event.step_materialization_data.materialization.partition == PARTITION
@@ -91,24 +94,75 @@ def test_spot_checks_fail_until_a_decision_and_decisions_are_in_the_event_log(da
 
     e1_batch = _batch(instance, "e1")
     sampled = [json.loads(line)["row_id"] for line in (e1_batch / "spot_check.jsonl").read_text().splitlines()]
-    assert cli(["review", "synthetic", "e1", "--partition", PARTITION, "--reviewer", "ana", "--verdict", "reject",
-                "--rows", sampled[0], "--note", "implausible duration"]) == 0
+    assert (
+        cli(
+            [
+                "review",
+                "synthetic",
+                "e1",
+                "--partition",
+                PARTITION,
+                "--reviewer",
+                "ana",
+                "--verdict",
+                "reject",
+                "--rows",
+                sampled[0],
+                "--note",
+                "implausible duration",
+            ]
+        )
+        == 0
+    )
     assert "recorded rev-" in capsys.readouterr().out
     assert _latest_check(instance, "e1").passed is False  # one of the sampled rows decided: still pending
-    assert cli(["review", "synthetic", "e1", "--partition", PARTITION, "--reviewer", "ana", "--verdict", "accept",
-                "--rows", *sampled[1:]]) == 0
+    assert (
+        cli(
+            [
+                "review",
+                "synthetic",
+                "e1",
+                "--partition",
+                PARTITION,
+                "--reviewer",
+                "ana",
+                "--verdict",
+                "accept",
+                "--rows",
+                *sampled[1:],
+            ]
+        )
+        == 0
+    )
     e1 = _latest_check(instance, "e1")
     assert e1.passed is True and e1.partition == PARTITION and e1.metadata["rejected_rows"].value == 1
 
     assert cli(["review", "synthetic", "e6", "--partition", PARTITION, "--reviewer", "ben", "--verdict", "accept"]) == 0
     assert _latest_check(instance, "e6").passed is True
-    assert cli(["review", "synthetic", "e3", "--partition", PARTITION, "--reviewer", "ben", "--verdict", "reject",
-                "--note", "tests too weak"]) == 0
+    assert (
+        cli(
+            [
+                "review",
+                "synthetic",
+                "e3",
+                "--partition",
+                PARTITION,
+                "--reviewer",
+                "ben",
+                "--verdict",
+                "reject",
+                "--note",
+                "tests too weak",
+            ]
+        )
+        == 0
+    )
     e3 = _latest_check(instance, "e3")
     assert e3.passed is False and e3.severity == dg.AssetCheckSeverity.ERROR
 
     observations = instance.fetch_observations(
-        dg.AssetRecordsFilter(asset_key=_key("e1"), asset_partitions=[PARTITION]), limit=10).records
+        dg.AssetRecordsFilter(asset_key=_key("e1"), asset_partitions=[PARTITION]), limit=10
+    ).records
     verdicts = [o.asset_observation.metadata["verdict"].value for o in observations]
     assert sorted(verdicts) == ["accept", "reject"]
     assert {o.asset_observation.metadata["reviewer"].value for o in observations} == {"ana"}
@@ -120,7 +174,9 @@ def test_spot_checks_fail_until_a_decision_and_decisions_are_in_the_event_log(da
     assert accepted_examples(_batch(instance, "e3")).rows == []
 
     # A decision on a partition that was never materialized fails with the reason.
-    assert cli(["review", "synthetic", "e2", "--partition", "2026-11-13", "--reviewer", "x", "--verdict", "accept"]) == 1
+    assert (
+        cli(["review", "synthetic", "e2", "--partition", "2026-11-13", "--reviewer", "x", "--verdict", "accept"]) == 1
+    )
     assert "no materialization for partition 2026-11-13" in capsys.readouterr().err
 
 
@@ -133,14 +189,31 @@ def test_seed_models_from_the_run_config_sample_through_the_registry(daily, tmp_
     with LoopbackOpenAIServer(reply) as server:
         monkeypatch.setenv("SV_MODEL_REGISTRY", str(loopback_registry(tmp_path / "models.yaml", server.base_url)))
         job = build_definitions().resolve_job_def("synthetic_daily")
-        config = {"ops": {"synthetic__e4": {"config": {"seed_models": ["loop"], "temperatures": [0.4, 0.8],
-                                                       "variations_per_model": 3, "batch_size": 20}}}, **QUIET}
-        result = job.execute_in_process(instance=instance, partition_key=PARTITION, run_config=config,
-                                        asset_selection=[_key("e4")])
+        config = {
+            "ops": {
+                "synthetic__e4": {
+                    "config": {
+                        "seed_models": ["loop"],
+                        "temperatures": [0.4, 0.8],
+                        "variations_per_model": 3,
+                        "batch_size": 20,
+                    }
+                }
+            },
+            **QUIET,
+        }
+        result = job.execute_in_process(
+            instance=instance, partition_key=PARTITION, run_config=config, asset_selection=[_key("e4")]
+        )
         assert result.success and sorted({r["temperature"] for r in server.requests}) == [0.4, 0.8]
         bad = {"ops": {"synthetic__e4": {"config": {"seed_models": ["heuristic"]}}}, **QUIET}
-        failed = job.execute_in_process(instance=instance, partition_key=PARTITION, run_config=bad,
-                                        asset_selection=[_key("e4")], raise_on_error=False)
+        failed = job.execute_in_process(
+            instance=instance,
+            partition_key=PARTITION,
+            run_config=bad,
+            asset_selection=[_key("e4")],
+            raise_on_error=False,
+        )
     assert not failed.success
     message = next(e.step_failure_data.error.to_string() for e in failed.all_events if e.is_step_failure)
     assert "seed_models ['heuristic'] use an embedded backend" in message
@@ -149,6 +222,11 @@ def test_seed_models_from_the_run_config_sample_through_the_registry(daily, tmp_
     assert _batch(instance, "e4").name.endswith(result.run_id[:8])
     from_model = [r for r in rows if r["info"]["origin"] == "model"]
     assert len(from_model) == 6 and {r["info"]["seed_model"]["temperature"] for r in from_model} == {0.4, 0.8}
-    meta = instance.fetch_materializations(dg.AssetRecordsFilter(asset_key=_key("e4"), asset_partitions=[PARTITION]),
-                                           limit=1).records[0].asset_materialization.metadata
+    meta = (
+        instance.fetch_materializations(
+            dg.AssetRecordsFilter(asset_key=_key("e4"), asset_partitions=[PARTITION]), limit=1
+        )
+        .records[0]
+        .asset_materialization.metadata
+    )
     assert meta["seed_models"].value[0]["name"] == "loop" and meta["seed_models"].value[0]["temperatures"] == [0.4, 0.8]

@@ -19,15 +19,29 @@ from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
-E1_CHAIN = ["sft_data/e1", "checkpoint/e1/base", "checkpoint/e1/sft", "checkpoint/e1/rlft_stage1",
-            "safety_review/e1/rlft_stage1", "eval/e1/tiny_e1_base", "eval/e1/tiny_e1_sft", "eval/e1/tiny_e1_rlft1"]
+E1_CHAIN = [
+    "sft_data/e1",
+    "checkpoint/e1/base",
+    "checkpoint/e1/sft",
+    "checkpoint/e1/rlft_stage1",
+    "safety_review/e1/rlft_stage1",
+    "eval/e1/tiny_e1_base",
+    "eval/e1/tiny_e1_sft",
+    "eval/e1/tiny_e1_rlft1",
+]
 FAST = '{"grpo": {"max_steps": 4}}'
 PARTITION = "2026-11-20"  # a day of synthetic/e1 batches (daily partitions from 2026-11-01)
 
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([str(Path(sys.executable).parent / args[0]), *args[1:]], cwd=REPO_ROOT, env=env,
-                          capture_output=True, text=True, timeout=1500)
+    return subprocess.run(
+        [str(Path(sys.executable).parent / args[0]), *args[1:]],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+    )
 
 
 def key(path: str) -> dg.AssetKey:
@@ -41,8 +55,11 @@ def latest(instance: dg.DagsterInstance, path: str):
 def run_job(name: str, run_config: dict | None = None):
     from sv_dagster.definitions import build_definitions
 
-    return build_definitions().resolve_job_def(name).execute_in_process(
-        instance=dg.DagsterInstance.get(), run_config=run_config or {}, raise_on_error=False)
+    return (
+        build_definitions()
+        .resolve_job_def(name)
+        .execute_in_process(instance=dg.DagsterInstance.get(), run_config=run_config or {}, raise_on_error=False)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +73,18 @@ def trained(tmp_path_factory) -> dict[str, Path]:
     env.pop("DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME", None)  # the venv's .pth supplies it, as for a user
     env.pop("SV_TRAINING_PROFILE", None)
     # As in `make demo`: a day's synthetic E1 batch first, then the chain (sft_data reads the batch).
-    batch = cli("dagster", "asset", "materialize", "-m", "sv_dagster.definitions", "--select", "synthetic/e1",
-                "--partition", PARTITION, env=env)
+    batch = cli(
+        "dagster",
+        "asset",
+        "materialize",
+        "-m",
+        "sv_dagster.definitions",
+        "--select",
+        "synthetic/e1",
+        "--partition",
+        PARTITION,
+        env=env,
+    )
     assert batch.returncode == 0, (batch.stdout + batch.stderr)[-6000:]
     proc = cli("dagster", "job", "execute", "-j", "rlft_e1", env=env)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
@@ -76,7 +103,9 @@ def test_rlft_e1_runs_the_chain_and_keeps_everything_beside_the_weights(trained,
     instance = instance_of
     for path in E1_CHAIN:
         assert latest(instance, path) is not None, path
-    review = instance.get_latest_asset_check_evaluation_record(dg.AssetCheckKey(key("safety_review/e1/rlft_stage1"), "automated_review"))
+    review = instance.get_latest_asset_check_evaluation_record(
+        dg.AssetCheckKey(key("safety_review/e1/rlft_stage1"), "automated_review")
+    )
     assert review.event.dagster_event.event_specific_data.passed
     stages = {}
     for stage in ("base", "sft", "rlft_stage1"):
@@ -95,15 +124,24 @@ def test_rlft_e1_runs_the_chain_and_keeps_everything_beside_the_weights(trained,
     rlft_run = latest(instance, "checkpoint/e1/rlft_stage1").run_id
     messages = [e.user_message for e in instance.all_logs(rlft_run) if e.step_key == "checkpoint__e1__rlft_stage1"]
     assert any(m.startswith("metrics ") and '"reward"' in m for m in messages)
-    assert any(re.fullmatch(r"grpo e1: step (\d+)/\1 \(100%\), loss -?[\d.]+, reward -?[\d.]+, [\d.]+ s/step", m)
-               for m in messages), messages  # the step line a person reads
+    assert any(
+        re.fullmatch(r"grpo e1: step (\d+)/\1 \(100%\), loss -?[\d.]+, reward -?[\d.]+, [\d.]+ s/step", m)
+        for m in messages
+    ), messages  # the step line a person reads
     # Offline W&B: the run is on disk under the outputs root, nothing needed a key.
     assert list((trained["outputs"] / "wandb").rglob("offline-run-*"))
     # Each checkpoint's eval scored that checkpoint, on the held-out test split.
     evaluated = latest(instance, "eval/e1/tiny_e1_rlft1").asset_materialization.metadata
     assert evaluated["checkpoint_path"].value == str(stages["rlft_stage1"][0])
-    summaries = {m: json.loads((Path(latest(instance, f"eval/e1/tiny_e1_{m}").asset_materialization.metadata["artifact_path"].value)
-                                / "summary.json").read_text()) for m in ("base", "sft", "rlft1")}
+    summaries = {
+        m: json.loads(
+            (
+                Path(latest(instance, f"eval/e1/tiny_e1_{m}").asset_materialization.metadata["artifact_path"].value)
+                / "summary.json"
+            ).read_text()
+        )
+        for m in ("base", "sft", "rlft1")
+    }
     assert summaries["base"]["format_rate"] < summaries["sft"]["format_rate"]  # SFT taught the answer schema
     assert all(s["ci95"]["format_rate"] and s["ci95"]["mean_reward"] for s in summaries.values())
 
@@ -114,14 +152,31 @@ def test_sft_data_trains_on_the_synthetic_batch_minus_what_a_reviewer_rejected(t
     batch = json.loads((Path(first["artifact_path"].value) / "metadata.json").read_text())["synthetic"]
     assert batch["partition"] == PARTITION and batch["n_rows"] > 1000 and batch["n_excluded"] == 0
     rejected = json.loads(Path(batch["path"]).read_text().splitlines()[0])["id"]
-    review = cli("sv-dagster", "review", "synthetic", "e1", "--partition", PARTITION, "--reviewer", "bob",
-                 "--verdict", "reject", "--rows", rejected, "--note", "implausible byte counts", env=env)
+    review = cli(
+        "sv-dagster",
+        "review",
+        "synthetic",
+        "e1",
+        "--partition",
+        PARTITION,
+        "--reviewer",
+        "bob",
+        "--verdict",
+        "reject",
+        "--rows",
+        rejected,
+        "--note",
+        "implausible byte counts",
+        env=env,
+    )
     assert review.returncode == 0, review.stderr[-3000:]
     result = run_job("sft_e1")
     assert result.success
     again = latest(instance_of, "sft_data/e1").asset_materialization.metadata
     folder = Path(again["artifact_path"].value)
-    assert rejected not in {json.loads(line)["id"] for line in (folder / "tasks" / "train.jsonl").read_text().splitlines()}
+    assert rejected not in {
+        json.loads(line)["id"] for line in (folder / "tasks" / "train.jsonl").read_text().splitlines()
+    }
     recorded = json.loads((folder / "metadata.json").read_text())["synthetic"]
     assert recorded["n_excluded"] == 1 and recorded["decision_ids"]  # the rejection, in sft_data's provenance
 
@@ -131,8 +186,15 @@ def test_lineage_of_a_trained_models_eval_reaches_the_corpus(trained, instance_o
     proc = cli("sv-dagster", "lineage", "eval/e1/tiny_e1_rlft1", "--json", env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     keys = json.dumps(json.loads(proc.stdout))
-    for path in ("safety_review/e1/rlft_stage1", "checkpoint/e1/rlft_stage1", "checkpoint/e1/sft", "sft_data/e1",
-                 "synthetic/e1", "dataset/e1", "corpus/iot23"):
+    for path in (
+        "safety_review/e1/rlft_stage1",
+        "checkpoint/e1/rlft_stage1",
+        "checkpoint/e1/sft",
+        "sft_data/e1",
+        "synthetic/e1",
+        "dataset/e1",
+        "corpus/iot23",
+    ):
         assert path in keys, path
 
 
@@ -143,7 +205,9 @@ def test_a_human_signoff_promotes_and_sweeps_evaluate_the_promoted_checkpoint(tr
     skipped = run_job("nightly_regression")
     assert skipped.success and latest(instance_of, "eval/e1/tiny_e1_promoted") is None
 
-    rejected = cli("sv-dagster", "signoff", "e1", "--reviewer", "bob", "--verdict", "reject", "--note", "too weak", env=env)
+    rejected = cli(
+        "sv-dagster", "signoff", "e1", "--reviewer", "bob", "--verdict", "reject", "--note", "too weak", env=env
+    )
     assert rejected.returncode == 0 and "not promoted" in rejected.stdout
     assert latest(instance_of, "checkpoint/e1/promoted") is None
 
@@ -152,8 +216,12 @@ def test_a_human_signoff_promotes_and_sweeps_evaluate_the_promoted_checkpoint(tr
     promoted = latest(instance_of, "checkpoint/e1/promoted").asset_materialization.metadata
     reviewed = latest(instance_of, "safety_review/e1/rlft_stage1").asset_materialization.metadata
     assert promoted["checkpoint_path"].value == reviewed["checkpoint_path"].value
-    signoff = json.loads((Path(latest(instance_of, "safety_signoff/e1").asset_materialization.metadata["artifact_path"].value)
-                          / "signoff.json").read_text())
+    signoff = json.loads(
+        (
+            Path(latest(instance_of, "safety_signoff/e1").asset_materialization.metadata["artifact_path"].value)
+            / "signoff.json"
+        ).read_text()
+    )
     assert signoff["reviewer"] == "alice" and signoff["verdict"] == "approve" and signoff["signed_at"]
     lineage = cli("sv-dagster", "lineage", "checkpoint/e1/promoted", "--json", env=env)
     assert "safety_signoff/e1" in lineage.stdout and "safety_review/e1/rlft_stage1" in lineage.stdout
@@ -166,62 +234,101 @@ def test_a_human_signoff_promotes_and_sweeps_evaluate_the_promoted_checkpoint(tr
 
 def test_a_failed_review_blocks_the_eval_and_the_promotion(trained, instance_of, tmp_path, monkeypatch):
     strict = tmp_path / "review.yaml"
-    text = (REPO_ROOT / "configs" / "safety" / "review.yaml").read_text().replace("canary_failures: 0", "canary_failures: -1")
+    text = (
+        (REPO_ROOT / "configs" / "safety" / "review.yaml")
+        .read_text()
+        .replace("canary_failures: 0", "canary_failures: -1")
+    )
     strict.write_text(text)  # no number of canary hits is acceptable now: the review must fail
     monkeypatch.setenv("SV_SAFETY_REVIEW_CONFIG", str(strict))
     from sv_dagster.definitions import build_definitions
 
     defs = build_definitions()
-    job = defs.resolve_job_def("rlft_e1").get_subset(asset_selection={key("safety_review/e1/rlft_stage1"), key("eval/e1/tiny_e1_rlft1")})
+    job = defs.resolve_job_def("rlft_e1").get_subset(
+        asset_selection={key("safety_review/e1/rlft_stage1"), key("eval/e1/tiny_e1_rlft1")}
+    )
     before = latest(instance_of, "eval/e1/tiny_e1_rlft1").run_id
     result = job.execute_in_process(instance=instance_of, raise_on_error=False)
     checks = [e for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
     assert checks and not checks[0].event_specific_data.passed
     assert latest(instance_of, "eval/e1/tiny_e1_rlft1").run_id == before  # the eval did not run on a blocked checkpoint
-    env = {**os.environ, "DAGSTER_HOME": str(instance_of.root_directory), "SV_OUTPUTS_DIR": os.environ["SV_OUTPUTS_DIR"]}
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(instance_of.root_directory),
+        "SV_OUTPUTS_DIR": os.environ["SV_OUTPUTS_DIR"],
+    }
     refused = cli("sv-dagster", "signoff", "e1", "--reviewer", "alice", "--verdict", "approve", env=env)
     assert refused.returncode == 1 and "automated safety review failed" in refused.stderr
 
 
 def test_a_training_process_that_fails_fails_its_asset_with_its_error(trained, instance_of):
-    result = run_job("sft_e1", {"ops": {"checkpoint__e1__base": {"config": {"overrides": '{"model": {"base": "/no/such/model"}}'}},
-                                        "checkpoint__e1__sft": {"config": {"overrides": '{"model": {"base": "/no/such/model"}}'}}}})
+    result = run_job(
+        "sft_e1",
+        {
+            "ops": {
+                "checkpoint__e1__base": {"config": {"overrides": '{"model": {"base": "/no/such/model"}}'}},
+                "checkpoint__e1__sft": {"config": {"overrides": '{"model": {"base": "/no/such/model"}}'}},
+            }
+        },
+    )
     assert not result.success
     failures = [e for e in result.all_events if e.is_step_failure]
     assert [e.step_key for e in failures] == ["checkpoint__e1__sft"]
     assert "cannot load model '/no/such/model'" in str(failures[0].step_failure_data.error.to_string())
-    partial = [p for p in (Path(os.environ["SV_OUTPUTS_DIR"]) / "checkpoints" / "tiny-e1" / "sft").iterdir()
-               if result.run_id[:8] in p.name]
+    partial = [
+        p
+        for p in (Path(os.environ["SV_OUTPUTS_DIR"]) / "checkpoints" / "tiny-e1" / "sft").iterdir()
+        if result.run_id[:8] in p.name
+    ]
     assert all(p.name.endswith((".spec.json", ".partial")) for p in partial)  # never a finished-looking folder
 
 
 def test_stage2_mixes_environments_from_the_reviewed_checkpoint(trained, instance_of):
     result = run_job("rlft_stage2", {"ops": {"checkpoint__rlft_stage2": {"config": {"overrides": FAST}}}})
     assert result.success
-    record = json.loads((Path(latest(instance_of, "checkpoint/rlft_stage2").asset_materialization.metadata["checkpoint_path"].value)
-                         / "checkpoint.json").read_text())
+    record = json.loads(
+        (
+            Path(latest(instance_of, "checkpoint/rlft_stage2").asset_materialization.metadata["checkpoint_path"].value)
+            / "checkpoint.json"
+        ).read_text()
+    )
     assert set(record["reward_weights"]) == {"e1", "e4"} and record["steps"] == 4
-    assert record["upstream_checkpoint"] == latest(instance_of, "checkpoint/e1/rlft_stage1").asset_materialization.metadata["checkpoint_path"].value
+    assert (
+        record["upstream_checkpoint"]
+        == latest(instance_of, "checkpoint/e1/rlft_stage1").asset_materialization.metadata["checkpoint_path"].value
+    )
     for env in ("e1", "e4"):
         assert latest(instance_of, f"eval/{env}/tiny_rlft2") is not None
 
 
 def test_an_ablation_reports_paired_deltas_against_the_baseline(trained, instance_of):
-    result = run_job("ablation_e1", {"ops": {"ablation__e1": {"config": {"experiments": ["no_calibration"], "overrides": FAST}}}})
+    result = run_job(
+        "ablation_e1", {"ops": {"ablation__e1": {"config": {"experiments": ["no_calibration"], "overrides": FAST}}}}
+    )
     assert result.success
-    report = json.loads((Path(latest(instance_of, "ablation/e1").asset_materialization.metadata["artifact_path"].value)
-                         / "ablations.json").read_text())
+    report = json.loads(
+        (
+            Path(latest(instance_of, "ablation/e1").asset_materialization.metadata["artifact_path"].value)
+            / "ablations.json"
+        ).read_text()
+    )
     (variant,) = report["variants"]
     assert variant["changes"] == {"reward_overrides.weights.calibration": 0.0}
     metrics = {d["metric"]: d for d in variant["deltas"]}
     assert set(metrics) == {"accuracy", "mean_reward"} and metrics["accuracy"]["test"] == "mcnemar_exact"
-    assert metrics["mean_reward"]["n_pairs"] == report["baseline"]["summary"]["n_examples"] - report["baseline"]["summary"]["n_errors"]
+    assert (
+        metrics["mean_reward"]["n_pairs"]
+        == report["baseline"]["summary"]["n_examples"] - report["baseline"]["summary"]["n_errors"]
+    )
 
 
 def test_cotraining_alternates_attacker_and_defender(trained, instance_of):
     quick = '{"cotrain": {"attacker_steps": 2, "defender_steps": 2}, "sft": {"epochs": 1.0}}'
-    ops = {f"checkpoint__{e}__{s}": {"config": {"overrides": quick}} for e in ("e5", "e6")
-           for s in ("base", "sft", "cotrain_1", "cotrain_2")}
+    ops = {
+        f"checkpoint__{e}__{s}": {"config": {"overrides": quick}}
+        for e in ("e5", "e6")
+        for s in ("base", "sft", "cotrain_1", "cotrain_2")
+    }
     result = run_job("cotrain_e5_e6", {"ops": ops})
     assert result.success
     for cycle in (1, 2):
@@ -231,9 +338,17 @@ def test_cotraining_alternates_attacker_and_defender(trained, instance_of):
         assert defender["probes_from_attacks"].value >= 0 and "attacker_success_rate" in defender
         assert latest(instance_of, f"eval/e5/tiny_e5_cotrain{cycle}") is not None
     # The cycle-2 attacker trained against the cycle-1 defender.
-    second = json.loads((Path(latest(instance_of, "checkpoint/e5/cotrain_2").asset_materialization.metadata["checkpoint_path"].value)
-                         / "checkpoint.json").read_text())
-    assert second["upstream_checkpoint"].endswith(Path(latest(instance_of, "checkpoint/e5/cotrain_1").asset_materialization.metadata["checkpoint_path"].value).name)
+    second = json.loads(
+        (
+            Path(latest(instance_of, "checkpoint/e5/cotrain_2").asset_materialization.metadata["checkpoint_path"].value)
+            / "checkpoint.json"
+        ).read_text()
+    )
+    assert second["upstream_checkpoint"].endswith(
+        Path(
+            latest(instance_of, "checkpoint/e5/cotrain_1").asset_materialization.metadata["checkpoint_path"].value
+        ).name
+    )
 
 
 def test_a_checkpoint_folder_is_a_registry_edit_away_from_an_eval(trained, instance_of, tmp_path):
@@ -241,17 +356,27 @@ def test_a_checkpoint_folder_is_a_registry_edit_away_from_an_eval(trained, insta
     # The checkpoint tiny-e1-sft's eval scored (a later test retrains checkpoint/e1/sft).
     folder = latest(instance_of, "eval/e1/tiny_e1_sft").asset_materialization.metadata["checkpoint_path"].value
     registry = tmp_path / "models.yaml"
-    registry.write_text((REPO_ROOT / "configs" / "models.yaml").read_text()
-                        + f"  my-checkpoint:\n    backend: local\n    model: {folder}\n    envs: [e1]\n"
-                        "    sampling: {temperature: 0.0, max_tokens: 48}\n")
-    env = {**os.environ, "DAGSTER_HOME": str(trained["home"]), "SV_OUTPUTS_DIR": str(trained["outputs"]),
-           "SV_MODEL_REGISTRY": str(registry)}
+    registry.write_text(
+        (REPO_ROOT / "configs" / "models.yaml").read_text()
+        + f"  my-checkpoint:\n    backend: local\n    model: {folder}\n    envs: [e1]\n"
+        "    sampling: {temperature: 0.0, max_tokens: 48}\n"
+    )
+    env = {
+        **os.environ,
+        "DAGSTER_HOME": str(trained["home"]),
+        "SV_OUTPUTS_DIR": str(trained["outputs"]),
+        "SV_MODEL_REGISTRY": str(registry),
+    }
     proc = cli("sv-dagster", "eval", "e1", "--models", "my-checkpoint", "--n", "10", env=env)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
     assert "my-checkpoint  10" in proc.stdout
+
     def completions(path: str) -> dict[str, str]:
         folder = Path(latest(instance_of, path).asset_materialization.metadata["artifact_path"].value)
-        return {row["example_id"]: row["completion"] for row in map(json.loads, (folder / "results.jsonl").read_text().splitlines())}
+        return {
+            row["example_id"]: row["completion"]
+            for row in map(json.loads, (folder / "results.jsonl").read_text().splitlines())
+        }
 
     mine, sft = completions("eval/e1/my_checkpoint"), completions("eval/e1/tiny_e1_sft")
     assert len(mine) == 10 and all(mine[example] == sft[example] for example in mine)  # same weights, greedy

@@ -59,7 +59,9 @@ KILLERS: tuple[str, ...] = (
     '{"violations": ' + "[" * 900 + "]" * 900 + ', "patch": ' + "[" * 900 + "]" * 900 + ', "confidence": 0.5}',
     '{"violations": [], "confidence": 0.5, "patch": "' + "[" * DEEP + '"}',
     '{"violations": [], "confidence": 0.5, "patch": [{"op": "add", "path": "/x", "value": '
-    + "[" * 900 + "]" * 900 + "}]}",
+    + "[" * 900
+    + "]" * 900
+    + "}]}",
     '{"findings": ' + "[" * DEEP + "]" * DEEP + "}",
     # A megabyte of JSON-ish fragments.
     "A" * MB,
@@ -74,7 +76,7 @@ KILLERS: tuple[str, ...] = (
     "```json\n" * (MB // 8),
     "@@ " * (MB // 3),
     "\n---\n+++\n@@" * (MB // 12),
-    '{"violations": [' + '{"id": "opa/k8s-x", "severity": "high"},' * 20_000 + "{}], \"confidence\": 0.5}",
+    '{"violations": [' + '{"id": "opa/k8s-x", "severity": "high"},' * 20_000 + '{}], "confidence": 0.5}',
     '{"label": "Phishing", "confidence": 0.9, "evidence": [' + '"http://a.example/x",' * 50_000 + '"x"]}',
     '{"label": "Phishing", "confidence": 0.9, "evidence": ["' + "a." * 200_000 + 'com"]}',
     "http://" + "a." * 200_000 + "com",
@@ -104,7 +106,8 @@ KILLERS: tuple[str, ...] = (
     '{"violations": [], "patch": [{"op": "move", "from": "/spec", "path": "/spec/x"}], "confidence": 0.5}',
     '{"violations": [], "patch": [{"op": "add", "path": "/0/x", "value": 1}, {"op": "bogus"}], "confidence": 0.5}',
     '{"violations": [], "patch": "[{\\"op\\": \\"test\\", \\"path\\": \\"/x\\", \\"value\\": 1e400}]", "confidence": 1}',
-    '{"violations": [], "patch": [' + '{"op": "add", "path": "/metadata/x", "value": 1},' * 20_000
+    '{"violations": [], "patch": ['
+    + '{"op": "add", "path": "/metadata/x", "value": 1},' * 20_000
     + '{"op": "add", "path": "/metadata/y", "value": 2}], "confidence": 0.5}',
     '{"diff": 5, "explanation": []}',
     '{"diff": ["--- a/x"], "explanation": {"a": 1}}',
@@ -152,8 +155,16 @@ def _unicode_pool(size: int, rng: random.Random) -> str:
     """Code points from control, ASCII, Latin/Greek/Cyrillic, lone surrogates, CJK, emoji
     and JSON/diff punctuation, drawn once: replies are slices of it (drawing characters
     per reply would cost more than scoring it)."""
-    ranges = [(0x20, 0x7E), (0x20, 0x7E), (0x00, 0x1F), (0x80, 0x7FF), (0xD800, 0xDFFF), (0x4E00, 0x9FFF),
-              (0x1F300, 0x1FAFF), (0x2000, 0x206F)]
+    ranges = [
+        (0x20, 0x7E),
+        (0x20, 0x7E),
+        (0x00, 0x1F),
+        (0x80, 0x7FF),
+        (0xD800, 0xDFFF),
+        (0x4E00, 0x9FFF),
+        (0x1F300, 0x1FAFF),
+        (0x2000, 0x206F),
+    ]
     punctuation = '{}[]":,\\\n@-+` '
     return "".join(
         rng.choice(punctuation) if rng.random() < 0.15 else chr(rng.randint(*rng.choice(ranges))) for _ in range(size)
@@ -161,13 +172,49 @@ def _unicode_pool(size: int, rng: random.Random) -> str:
 
 
 _HOSTILE_VALUES: tuple[Any, ...] = (
-    None, True, False, 0, -1, 2, 1e308, -0.0, 1e-400, 10**30, "", " ", "\ud800", "80%", "1e400", "nan", "Infinity",
-    "x" * 5000, [], {}, [None], [[[]]], {"a": {"b": {"c": [1]}}}, ["\udfff"] * 50, list(range(300)),
-    {"id": "opa/x", "severity": "high"}, [{"op": "add", "path": "/x", "value": 1}], "--- a\n+++ b\n@@ -1 +1 @@\n-a\n+b",
+    None,
+    True,
+    False,
+    0,
+    -1,
+    2,
+    1e308,
+    -0.0,
+    1e-400,
+    10**30,
+    "",
+    " ",
+    "\ud800",
+    "80%",
+    "1e400",
+    "nan",
+    "Infinity",
+    "x" * 5000,
+    [],
+    {},
+    [None],
+    [[[]]],
+    {"a": {"b": {"c": [1]}}},
+    ["\udfff"] * 50,
+    list(range(300)),
+    {"id": "opa/x", "severity": "high"},
+    [{"op": "add", "path": "/x", "value": 1}],
+    "--- a\n+++ b\n@@ -1 +1 @@\n-a\n+b",
 )
 _RAW_VALUES: tuple[str, ...] = (
-    "1e400", "-1e400", "NaN", "Infinity", "-Infinity", "1" + "0" * 400, "9" * 4000, "[" * 50 + "]" * 50,
-    '"\\ud800"', '"\\udfff\\ud800"', "1E+9999", "-0", "0.0000000000000000000000001",
+    "1e400",
+    "-1e400",
+    "NaN",
+    "Infinity",
+    "-Infinity",
+    "1" + "0" * 400,
+    "9" * 4000,
+    "[" * 50 + "]" * 50,
+    '"\\ud800"',
+    '"\\udfff\\ud800"',
+    "1E+9999",
+    "-0",
+    "0.0000000000000000000000001",
 )
 
 
@@ -280,7 +327,9 @@ REWARD_RANGES: dict[str, dict[str, tuple[float, float]]] = {
     # environments is a score in [0, 1]; penalties are in [0, 1] too and carry negative weights.
     "e1": dict.fromkeys(("format", "accuracy", "calibration", "asymmetric_cost", "abstention"), (0.0, 1.0)),
     "e2": dict.fromkeys(("format", "detection", "patch", "grounding"), (0.0, 1.0)),
-    "e3": dict.fromkeys(("format", "functional", "security", "finding_fixed", "no_new_findings", "small_diff"), (0.0, 1.0)),
+    "e3": dict.fromkeys(
+        ("format", "functional", "security", "finding_fixed", "no_new_findings", "small_diff"), (0.0, 1.0)
+    ),
     "e4": dict.fromkeys(("format", "accuracy", "calibration", "asymmetric_cost", "abstention", "evidence"), (0.0, 1.0)),
     "e5": dict.fromkeys(("success", "turn_penalty", "length_penalty", "novelty", "attacker_unsafe"), (0.0, 1.0)),
     "e6": dict.fromkeys(("cost_balanced", "harmless", "helpful"), (0.0, 1.0)),
@@ -299,7 +348,9 @@ def good_answers(env_short: str, tasks: list[Any]) -> list[str]:
             continue
         for task in tasks:
             messages = chat_messages(task)
-            answers.append(reply(messages) if getattr(reply, "takes_messages", False) else reply(messages[-1]["content"]))
+            answers.append(
+                reply(messages) if getattr(reply, "takes_messages", False) else reply(messages[-1]["content"])
+            )
     return answers
 
 

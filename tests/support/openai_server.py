@@ -131,7 +131,9 @@ class LoopbackOpenAIServer:
                 self.wfile.write(data)
 
             def _error(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
-                kind = {401: "invalid_request_error", 404: "not_found", 429: "rate_limit_exceeded"}.get(status, "server_error")
+                kind = {401: "invalid_request_error", 404: "not_found", 429: "rate_limit_exceeded"}.get(
+                    status, "server_error"
+                )
                 self._send_json(status, {"error": {"message": message, "type": kind, "code": kind}}, headers)
 
             def _authorized(self) -> bool:
@@ -159,7 +161,9 @@ class LoopbackOpenAIServer:
                     return
                 if server.reject_chat_echoing_key:
                     sent = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
-                    return self._error(401, f"Incorrect API key provided: {sent}. You can find your API key at the dashboard.")
+                    return self._error(
+                        401, f"Incorrect API key provided: {sent}. You can find your API key at the dashboard."
+                    )
                 try:
                     request = json.loads(raw or b"{}")
                 except json.JSONDecodeError:
@@ -191,8 +195,16 @@ class LoopbackOpenAIServer:
                     self.close_connection = True
                     return
                 if kind == "empty_choices":
-                    return self._send_json(200, {"id": "chatcmpl-empty", "object": "chat.completion", "created": 0,
-                                                 "model": request.get("model"), "choices": []})
+                    return self._send_json(
+                        200,
+                        {
+                            "id": "chatcmpl-empty",
+                            "object": "chat.completion",
+                            "created": 0,
+                            "model": request.get("model"),
+                            "choices": [],
+                        },
+                    )
                 if kind in ("huge", "huge_unsized"):
                     return self._huge(request, sized=kind == "huge")
                 if kind == "hang":  # the client has given up by now; just drop the connection
@@ -219,8 +231,11 @@ class LoopbackOpenAIServer:
                 tool_calls = None
                 if isinstance(reply, dict):
                     tool_calls = [
-                        {"id": f"call_{uuid.uuid4().hex[:8]}", "type": "function",
-                         "function": {"name": c["name"], "arguments": c.get("arguments", "{}")}}
+                        {
+                            "id": f"call_{uuid.uuid4().hex[:8]}",
+                            "type": "function",
+                            "function": {"name": c["name"], "arguments": c.get("arguments", "{}")},
+                        }
                         for c in reply.get("tool_calls", [])
                     ]
                     reply = reply.get("content") or ""
@@ -254,10 +269,17 @@ class LoopbackOpenAIServer:
 
             def _huge(self, request: dict, sized: bool) -> None:
                 text = "A" * server.huge_bytes
-                body = json.dumps({"id": "chatcmpl-huge", "object": "chat.completion", "created": 0,
-                                   "model": request.get("model"),
-                                   "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                                "finish_reason": "stop"}]}).encode()
+                body = json.dumps(
+                    {
+                        "id": "chatcmpl-huge",
+                        "object": "chat.completion",
+                        "created": 0,
+                        "model": request.get("model"),
+                        "choices": [
+                            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                        ],
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 if sized:

@@ -41,10 +41,14 @@ class PostgresUnavailable(RuntimeError):
 def find_bindir() -> Path:
     """The newest `/usr/lib/postgresql/<ver>/bin` holding initdb and pg_ctl (or $SV_PG_BINDIR)."""
     override = os.environ.get(BINDIR_ENV)
-    candidates = [Path(override)] if override else sorted(
-        (p / "bin" for p in _DEBIAN_ROOT.glob("*") if re.fullmatch(r"\d+", p.name)),
-        key=lambda p: int(p.parent.name),
-        reverse=True,
+    candidates = (
+        [Path(override)]
+        if override
+        else sorted(
+            (p / "bin" for p in _DEBIAN_ROOT.glob("*") if re.fullmatch(r"\d+", p.name)),
+            key=lambda p: int(p.parent.name),
+            reverse=True,
+        )
     )
     for bindir in candidates:
         if (bindir / "initdb").is_file() and (bindir / "pg_ctl").is_file():
@@ -129,9 +133,7 @@ def _as_server_user(cmd: list[str]) -> list[str]:
 
 
 def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 60) -> None:
-    proc = subprocess.run(
-        _as_server_user(cmd), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-    )
+    proc = subprocess.run(_as_server_user(cmd), cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
 
@@ -158,11 +160,19 @@ def postgres_server(*, user: str = "sv_test", db_name: str = "sv_test") -> Itera
         os.chmod(root / "pwfile", 0o600)
         _run(
             [
-                str(bindir / "initdb"), "-D", str(data), "-U", "svadmin",
-                f"--pwfile={root / 'pwfile'}", "--auth=scram-sha-256",
-                "--encoding=UTF8", "--no-sync",
+                str(bindir / "initdb"),
+                "-D",
+                str(data),
+                "-U",
+                "svadmin",
+                f"--pwfile={root / 'pwfile'}",
+                "--auth=scram-sha-256",
+                "--encoding=UTF8",
+                "--no-sync",
             ],
-            cwd=root, env=env, timeout=120,
+            cwd=root,
+            env=env,
+            timeout=120,
         )
         (root / "pwfile").unlink()
         for attempt in range(3):  # a free port can be taken by someone else before we bind it
@@ -173,9 +183,22 @@ def postgres_server(*, user: str = "sv_test", db_name: str = "sv_test") -> Itera
             )
             try:
                 _run(
-                    [str(bindir / "pg_ctl"), "-D", str(data), "-l", str(root / "server.log"),
-                     "-w", "-t", str(_START_TIMEOUT_S), "-o", options, "start"],
-                    cwd=root, env=env, timeout=_START_TIMEOUT_S + 15,
+                    [
+                        str(bindir / "pg_ctl"),
+                        "-D",
+                        str(data),
+                        "-l",
+                        str(root / "server.log"),
+                        "-w",
+                        "-t",
+                        str(_START_TIMEOUT_S),
+                        "-o",
+                        options,
+                        "start",
+                    ],
+                    cwd=root,
+                    env=env,
+                    timeout=_START_TIMEOUT_S + 15,
                 )
                 started = True
                 break
@@ -185,8 +208,14 @@ def postgres_server(*, user: str = "sv_test", db_name: str = "sv_test") -> Itera
                     raise RuntimeError(f"PostgreSQL did not start; server log:\n{log[-3000:]}") from None
                 time.sleep(0.5)
         server = PostgresServer(
-            host="127.0.0.1", port=port, user=user, password=password, db_name=db_name,
-            root=root, bindir=bindir, _admin_password=admin_password,
+            host="127.0.0.1",
+            port=port,
+            user=user,
+            password=password,
+            db_name=db_name,
+            root=root,
+            bindir=bindir,
+            _admin_password=admin_password,
         )
         conn = server.connect("postgres", admin=True)
         try:

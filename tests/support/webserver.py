@@ -132,7 +132,10 @@ def dagster_dev(home: Path, *, cwd: Path, env: dict[str, str] | None = None) -> 
     with log_path.open("w") as log:
         process = subprocess.Popen(
             [str(dagster), "dev", "-h", "127.0.0.1", "-p", str(port), "-w", "workspace.yaml"],
-            cwd=cwd, env=environ, stdout=log, stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=environ,
+            stdout=log,
+            stderr=subprocess.STDOUT,
             start_new_session=True,  # its own process group, so teardown reaches every child
         )
     ui = DagsterUI(url=f"http://127.0.0.1:{port}", process=process, log_path=log_path)
@@ -147,7 +150,9 @@ def dagster_dev(home: Path, *, cwd: Path, env: dict[str, str] | None = None) -> 
             except (urllib.error.URLError, ConnectionError, TimeoutError):
                 pass  # not listening yet
             if time.monotonic() > deadline:
-                raise AssertionError(f"dagster dev did not load its code location in {_START_TIMEOUT_S} s:\n{ui.log_tail()}")
+                raise AssertionError(
+                    f"dagster dev did not load its code location in {_START_TIMEOUT_S} s:\n{ui.log_tail()}"
+                )
             time.sleep(0.5)
         yield ui
     finally:

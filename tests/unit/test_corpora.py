@@ -31,9 +31,23 @@ from sv_shared.corpora import normalized_hash
 pytestmark = pytest.mark.usefixtures("offline_sources")
 
 PLAN = {
-    "iot23", "cicids2017", "unsw_nb15", "genkubesec", "k8s_policies", "terraform", "devign", "bigvul", "juliet",
-    "codexglue_defect", "stack_v2_commits", "enron_ham", "apwg_phishing", "zefang_phishing", "jbb_behaviors",
-    "harmbench", "redteam_transcripts",
+    "iot23",
+    "cicids2017",
+    "unsw_nb15",
+    "genkubesec",
+    "k8s_policies",
+    "terraform",
+    "devign",
+    "bigvul",
+    "juliet",
+    "codexglue_defect",
+    "stack_v2_commits",
+    "enron_ham",
+    "apwg_phishing",
+    "zefang_phishing",
+    "jbb_behaviors",
+    "harmbench",
+    "redteam_transcripts",
 }
 
 
@@ -48,10 +62,14 @@ def test_registry_names_every_source_of_the_plan(sources):
     assert set(sources) == PLAN
     assert {env for spec in sources.values() for env in spec.envs} == {"e1", "e2", "e3", "e4", "e5", "e6"}
     assert [s.id for s in sources.values() if s.ood] == ["unsw_nb15"]
-    assert {s.id for s in sources.values() if set(s.envs) == {"e5", "e6"}} == {"jbb_behaviors", "harmbench", "redteam_transcripts"}
+    assert {s.id for s in sources.values() if set(s.envs) == {"e5", "e6"}} == {
+        "jbb_behaviors",
+        "harmbench",
+        "redteam_transcripts",
+    }
     for spec in sources.values():
         assert spec.license and spec.loader in ("hf", "url", "local") and all(p.is_file() for p in spec.sample.values())
-        assert (spec.repo if spec.loader == "hf" else spec.urls if spec.loader == "url" else spec.notes), spec.id
+        assert spec.repo if spec.loader == "hf" else spec.urls if spec.loader == "url" else spec.notes, spec.id
 
 
 def _registry(tmp_path: Path, entry: str) -> Path:
@@ -70,16 +88,25 @@ sample: data/samples/zefang_phishing.sample.csv
 label: {column: Email Type, map: {Safe Email: Legitimate}}"""
 
 
-@pytest.mark.parametrize("change, message", [
-    (("env: e4", "env: e9"), r"unknown env\(s\) \['e9'\]"),
-    (("repo: org/data", ""), "an hf source needs 'repo'"),
-    (("normalizer: e4_emails", "normalizer: magic"), "unknown normalizer 'magic'"),
-    (("normalizer: e4_emails", "normalizer: e1_flows"), "does not produce e4 rows"),
-    (("sample: data/samples/zefang_phishing.sample.csv", "sample: data/samples/missing.csv"), "sample file not found"),
-    (("license: MIT", "license: MIT\ncolour: blue"), r"unknown field\(s\) \['colour'\]"),
-    (("loader: hf", "loader: ftp"), "loader must be one of hf, url, local"),
-    (("label: {column: Email Type, map: {Safe Email: Legitimate}}", "label: {map: {a: b}}"), "exactly one of 'column' or 'value'"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (("env: e4", "env: e9"), r"unknown env\(s\) \['e9'\]"),
+        (("repo: org/data", ""), "an hf source needs 'repo'"),
+        (("normalizer: e4_emails", "normalizer: magic"), "unknown normalizer 'magic'"),
+        (("normalizer: e4_emails", "normalizer: e1_flows"), "does not produce e4 rows"),
+        (
+            ("sample: data/samples/zefang_phishing.sample.csv", "sample: data/samples/missing.csv"),
+            "sample file not found",
+        ),
+        (("license: MIT", "license: MIT\ncolour: blue"), r"unknown field\(s\) \['colour'\]"),
+        (("loader: hf", "loader: ftp"), "loader must be one of hf, url, local"),
+        (
+            ("label: {column: Email Type, map: {Safe Email: Legitimate}}", "label: {map: {a: b}}"),
+            "exactly one of 'column' or 'value'",
+        ),
+    ],
+)
 def test_a_bad_registry_fails_on_load_naming_file_source_and_field(tmp_path, change, message):
     load_sources(_registry(tmp_path, GOOD))  # the unbroken entry loads
     path = _registry(tmp_path, GOOD.replace(*change))
@@ -96,7 +123,12 @@ def test_where_a_corpus_is_read_from(sources, monkeypatch, tmp_path):
     assert default.sample and default.chosen_by == "default" and set(default.paths) == {"harmful", "benign"}
     monkeypatch.setenv("SV_CORPORA", "online")
     online = resolve_location(spec)
-    assert (online.kind, online.repo, online.revision, online.chosen_by) == ("hf", "JailbreakBench/JBB-Behaviors", "main", "SV_CORPORA")
+    assert (online.kind, online.repo, online.revision, online.chosen_by) == (
+        "hf",
+        "JailbreakBench/JBB-Behaviors",
+        "main",
+        "SV_CORPORA",
+    )
     monkeypatch.setenv("SV_SOURCE_JBB_BEHAVIORS", f"harmful={tmp_path}/h.csv,benign={tmp_path}/b.csv")
     local = resolve_location(spec)
     assert local.kind == "local" and local.paths == {"harmful": f"{tmp_path}/h.csv", "benign": f"{tmp_path}/b.csv"}
@@ -104,7 +136,9 @@ def test_where_a_corpus_is_read_from(sources, monkeypatch, tmp_path):
     assert resolve_location(spec, "https://example.org/x.csv").paths == {"harmful": "https://example.org/x.csv"}
     # A members-only source has no download: online mode says which variable to set.
     monkeypatch.delenv("SV_SOURCE_APWG_PHISHING", raising=False)
-    with pytest.raises(SourceRegistryError, match="corpus apwg_phishing: online mode needs a local copy.*SV_SOURCE_APWG_PHISHING"):
+    with pytest.raises(
+        SourceRegistryError, match="corpus apwg_phishing: online mode needs a local copy.*SV_SOURCE_APWG_PHISHING"
+    ):
         resolve_location(sources["apwg_phishing"])
 
 
@@ -112,10 +146,29 @@ def test_where_a_corpus_is_read_from(sources, monkeypatch, tmp_path):
 
 
 def test_malformed_jsonl_rows_are_recorded_with_file_and_line(sources, tmp_path):
-    good = {"message_id": 1, "text": "t", "label": 0, "label_text": "ham", "subject": "Hello", "message": "Lunch?", "date": "2001-01-01"}
+    good = {
+        "message_id": 1,
+        "text": "t",
+        "label": 0,
+        "label_text": "ham",
+        "subject": "Hello",
+        "message": "Lunch?",
+        "date": "2001-01-01",
+    }
     path = tmp_path / "enron.jsonl"
-    path.write_text("\n".join([json.dumps(good), "{not json", json.dumps([1, 2]), json.dumps({**good, "label": "zero"}),
-                               "", json.dumps({**good, "message": "See you"})]) + "\n")
+    path.write_text(
+        "\n".join(
+            [
+                json.dumps(good),
+                "{not json",
+                json.dumps([1, 2]),
+                json.dumps({**good, "label": "zero"}),
+                "",
+                json.dumps({**good, "message": "See you"}),
+            ]
+        )
+        + "\n"
+    )
     loaded = load(sources["enron_ham"], str(path), tmp_path)
     assert len(loaded.frame) == 2 and loaded.n_malformed == 3
     assert loaded.malformed[0].startswith(f"{path}:2: not valid JSON")
@@ -143,8 +196,10 @@ def test_csv_rows_with_wrong_field_counts_or_types_are_recorded(sources, tmp_pat
 def test_folder_and_zip_copies(sources, tmp_path):
     folder = tmp_path / "kubesec" / "test" / "asset"
     folder.mkdir(parents=True)
-    (folder / "score-0-privileged.yml").write_text("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n"
-                                                  "    - name: p\n      image: nginx\n      securityContext:\n        privileged: true\n")
+    (folder / "score-0-privileged.yml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  containers:\n"
+        "    - name: p\n      image: nginx\n      securityContext:\n        privileged: true\n"
+    )
     (folder / "notes.txt").write_text("not a manifest")
     (tmp_path / "kubesec" / "ci.yml").write_text("name: ci\non: [push]\n")
     loaded = load(sources["k8s_policies"], str(tmp_path / "kubesec"), tmp_path)
@@ -167,9 +222,12 @@ def test_the_hugging_face_loader_reads_through_datasets(sources, tmp_path, monke
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     (tmp_path / "ds" / "data").mkdir(parents=True)
-    pd.DataFrame({"Email Text": ["Lunch at noon?", "Verify your account at http://bank-verify.example/login", None],
-                  "Email Type": ["Safe Email", "Phishing Email", "Safe Email"]}).to_parquet(
-        tmp_path / "ds" / "data" / "train-00000-of-00001.parquet")
+    pd.DataFrame(
+        {
+            "Email Text": ["Lunch at noon?", "Verify your account at http://bank-verify.example/login", None],
+            "Email Type": ["Safe Email", "Phishing Email", "Safe Email"],
+        }
+    ).to_parquet(tmp_path / "ds" / "data" / "train-00000-of-00001.parquet")
     loaded = load(sources["zefang_phishing"], f"hf:{tmp_path / 'ds'}", tmp_path)
     assert loaded.info.loader == "hf" and loaded.info.location == f"hf://{tmp_path / 'ds'}@main"
     assert len(loaded.frame) == 3 and loaded.frame["_file"][0] == f"hf://{tmp_path / 'ds'}@main/train"
@@ -217,8 +275,14 @@ def test_the_url_loader_streams_a_download_over_http_and_keeps_it(sources, tmp_p
     spec = replace(sources["cicids2017"], urls={"train": f"{base}/MachineLearningCSV.zip"})
     loaded = load(spec, "online", tmp_path)
     assert loaded.info.loader == "url" and not loaded.info.sample and len(loaded.frame) == 48
-    assert loaded.frame["_file"][0] == f"{base}/MachineLearningCSV.zip!MachineLearningCVE/Monday-WorkingHours.pcap_ISCX.csv"
-    assert loaded.info.files[0]["sha256"] and loaded.info.files[0]["bytes"] == (root / "MachineLearningCSV.zip").stat().st_size
+    assert (
+        loaded.frame["_file"][0]
+        == f"{base}/MachineLearningCSV.zip!MachineLearningCVE/Monday-WorkingHours.pcap_ISCX.csv"
+    )
+    assert (
+        loaded.info.files[0]["sha256"]
+        and loaded.info.files[0]["bytes"] == (root / "MachineLearningCSV.zip").stat().st_size
+    )
     load(spec, "online", tmp_path)
     assert seen == ["/MachineLearningCSV.zip"]  # the second load read the kept download
 
@@ -294,7 +358,9 @@ def test_the_normalisers_read_each_layout(sources, tmp_path):
     assert enron.n_filtered == 4 and {i.record["answer"] for i in enron.items} == {"Legitimate"}  # spam left out
 
     apwg = [i.record["info"]["email"] for i in items("apwg_phishing", "e4").items]
-    html = next(e for e in apwg if e["body"].startswith("Dear customer,") and "<" not in e["body"] and "Verify now" in e["body"])
+    html = next(
+        e for e in apwg if e["body"].startswith("Dear customer,") and "<" not in e["body"] and "Verify now" in e["body"]
+    )
     assert html["links"] and html["links"][0].startswith("https://")
     assert any(e["reply_to"].endswith(".ru") for e in apwg)
 
@@ -304,8 +370,13 @@ def test_the_normalisers_read_each_layout(sources, tmp_path):
     assert kinds.count("over_refusal") == 8 and kinds.count("adversarial") == 18
 
     transcripts = items("redteam_transcripts", "e6")
-    multi = next(i.record for i in transcripts.items if i.record["id"].startswith("e6-redteam_transcripts") and len(i.record["info"]["turns"]) == 2
-                 and i.record["info"]["expect"] == ["comply", "refuse"])
+    multi = next(
+        i.record
+        for i in transcripts.items
+        if i.record["id"].startswith("e6-redteam_transcripts")
+        and len(i.record["info"]["turns"]) == 2
+        and i.record["info"]["expect"] == ["comply", "refuse"]
+    )
     assert multi["answer"] == "refuse" and multi["info"]["kind"] == "adversarial"
 
 
@@ -331,7 +402,10 @@ def test_corpus_copies_of_test_items_never_reach_train(sources, tmp_path):
     spec = sources["redteam_transcripts"]
     items = normalise(spec, load(spec, None, tmp_path).frame, "e6").items
     copy = items[0]
-    copy.record = {**copy.record, "info": {**copy.record["info"], "turns": ["  " + bundled[0]["question"].upper() + "  "]}}
+    copy.record = {
+        **copy.record,
+        "info": {**copy.record["info"], "turns": ["  " + bundled[0]["question"].upper() + "  "]},
+    }
     curated = curate_items(items, bundled_test=bundled, test_schema="e6", sample=True)
     assert curated.stats["n_duplicates_of_test_dropped"] >= 2  # the re-cased copy, and rt-0008 (a bundled probe)
     held = {normalized_hash("\n".join(r["info"]["turns"])) for r in curated.files["test"]}
@@ -342,7 +416,9 @@ def test_corpus_copies_of_test_items_never_reach_train(sources, tmp_path):
 
 
 def test_dataset_build_reports_and_rejects(sources, tmp_path):
-    inputs = [CorpusInput(spec, load(spec, None, tmp_path).frame, True) for spec in sources.values() if "e4" in spec.envs]
+    inputs = [
+        CorpusInput(spec, load(spec, None, tmp_path).frame, True) for spec in sources.values() if "e4" in spec.envs
+    ]
     build = build_dataset("e4", inputs, tmp_path / "e4", env_package=__import__("sv_env_phishing_detection"))
     report = build.report
     assert report["test_source"] == "bundled" and report["split_sizes"]["test"] == 160
@@ -351,7 +427,10 @@ def test_dataset_build_reports_and_rejects(sources, tmp_path):
     assert set(report["files"]) >= {"train", "dev", "test", "corpus_test", "rejects"}
     assert "| train |" in build.balance_markdown and "Legitimate" in build.balance_markdown
     by_corpora = build_dataset("e4", inputs, tmp_path / "e4c", env_package=None, test_source="corpora")
-    assert "corpus_test" not in by_corpora.files and by_corpora.report["split_sizes"]["test"] == report["split_sizes"]["corpus_test"]
+    assert (
+        "corpus_test" not in by_corpora.files
+        and by_corpora.report["split_sizes"]["test"] == report["split_sizes"]["corpus_test"]
+    )
 
 
 def test_the_ascii_fast_path_normalises_like_the_unicode_rule():

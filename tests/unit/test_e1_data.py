@@ -40,14 +40,30 @@ def test_column_wise_rendering_is_the_environments_text():
     flows, _ = load_iot23("sample")
     assert render_questions(flows) == [render_flow_question(row) for row in flows.to_dict(orient="records")]
     # Nulls, floats holding integers, large floats, text numbers and a column of None.
-    odd = pd.DataFrame({
-        "id.orig_p": [80.0, np.nan, 1234567.0], "id.resp_p": pd.array([443, None, 22], dtype="Int64"),
-        "proto": ["tcp", None, "udp"], "duration": [0.1234567, np.nan, 3.0], "orig_bytes": ["12", None, 5],
-        "service": [None, None, None],
-    })
-    for name in ("resp_bytes", "conn_state", "missed_bytes", "history", "orig_pkts", "orig_ip_bytes", "resp_pkts", "resp_ip_bytes"):
+    odd = pd.DataFrame(
+        {
+            "id.orig_p": [80.0, np.nan, 1234567.0],
+            "id.resp_p": pd.array([443, None, 22], dtype="Int64"),
+            "proto": ["tcp", None, "udp"],
+            "duration": [0.1234567, np.nan, 3.0],
+            "orig_bytes": ["12", None, 5],
+            "service": [None, None, None],
+        }
+    )
+    for name in (
+        "resp_bytes",
+        "conn_state",
+        "missed_bytes",
+        "history",
+        "orig_pkts",
+        "orig_ip_bytes",
+        "resp_pkts",
+        "resp_ip_bytes",
+    ):
         odd[name] = None
-    expected = [render_flow_question(row) for row in odd.astype(object).where(odd.notna(), None).to_dict(orient="records")]
+    expected = [
+        render_flow_question(row) for row in odd.astype(object).where(odd.notna(), None).to_dict(orient="records")
+    ]
     assert render_questions(odd)[0] == expected[0] and render_questions(odd)[2] == expected[2]
     assert "id.resp_p: -" in render_questions(odd)[1] and "duration: -" in render_questions(odd)[1]
 
@@ -71,7 +87,9 @@ def test_split_is_stable_when_other_rows_change():
     full = curate_e1([iot23_part(flows)], sample=True)
     half = curate_e1([iot23_part(flows.iloc[::2].reset_index(drop=True))], sample=True)
     where_full = {row_id: name for name, rows in full.splits.items() for row_id in rows["id"]}
-    moved = [(row_id, name) for name, rows in half.splits.items() for row_id in rows["id"] if where_full[row_id] != name]
+    moved = [
+        (row_id, name) for name, rows in half.splits.items() for row_id in rows["id"] if where_full[row_id] != name
+    ]
     assert not moved and sum(len(r) for r in half.splits.values()) > 100
 
 
@@ -89,8 +107,14 @@ def test_near_duplicates_ood_and_conflicting_labels():
     conflicting = first.head(1).copy()
     conflicting["label"] = "Benign" if first.loc[0, "label"] == "Malicious" else "Malicious"
     ood = flows.iloc[100:120].reset_index(drop=True)
-    curated = curate_e1([iot23_part(first), iot23_part(pd.concat([recased, conflicting], ignore_index=True), "copy"),
-                         iot23_part(ood, "other", ood=True)], sample=False)
+    curated = curate_e1(
+        [
+            iot23_part(first),
+            iot23_part(pd.concat([recased, conflicting], ignore_index=True), "copy"),
+            iot23_part(ood, "other", ood=True),
+        ],
+        sample=False,
+    )
     assert curated.n_duplicates == 6
     assert len(curated.rejects) == 1 and curated.rejects[0]["source"] == "copy"
     assert "another label" in curated.rejects[0]["reason"] and curated.rejects[0]["ref"].endswith(":1")
@@ -101,7 +125,13 @@ def test_near_duplicates_ood_and_conflicting_labels():
 def test_bad_rows_are_recorded_and_the_rest_kept():
     flows, _ = load_iot23("sample")
     broken = flows.head(5).copy()
-    broken["label"] = ["Suspicious", None, 1, "Benign", "malicious   PartOfAHorizontalPortScan"]  # 0/1 and detailed labels are coerced
+    broken["label"] = [
+        "Suspicious",
+        None,
+        1,
+        "Benign",
+        "malicious   PartOfAHorizontalPortScan",
+    ]  # 0/1 and detailed labels are coerced
     result = normalise(load_sources()["iot23"], broken, "e1")
     assert [r["ref"] for r in result.rejects] == [f"{broken['_file'][0]}:{broken['_line'][i]}" for i in (0, 1)]
     assert "Suspicious" in result.rejects[0]["reason"]

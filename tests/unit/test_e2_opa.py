@@ -114,7 +114,12 @@ def test_parsers_directly():
     docs = load_yaml_documents("---\na: 1\n---\n---\nb: 2\n")
     assert [d.value for d in docs] == [{"a": 1}, {"b": 2}]
     tf = load_terraform('resource "aws_ebs_volume" "v" {\n  encrypted = true\n}\n')
-    assert tf["resources"][0] == {"mode": "managed", "type": "aws_ebs_volume", "name": "v", "config": {"encrypted": True}}
+    assert tf["resources"][0] == {
+        "mode": "managed",
+        "type": "aws_ebs_volume",
+        "name": "v",
+        "config": {"encrypted": True},
+    }
 
 
 def test_terraform_parses_the_same_from_many_threads(opa):

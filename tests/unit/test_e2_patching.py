@@ -49,7 +49,7 @@ def test_headerless_hunk_means_the_task_file():
         (GOOD_DIFF.replace("privileged-pod.yaml", "other.yaml"), "only"),
         (GOOD_DIFF + GOOD_DIFF.replace("privileged-pod.yaml", "second.yaml"), "exactly one file"),
         ("this is not a diff at all", "not a valid unified diff"),
-        ("[{\"op\": \"replace\", \"path\": \"/nope/x\", \"value\": 1}]", "does not apply"),
+        ('[{"op": "replace", "path": "/nope/x", "value": 1}]', "does not apply"),
         ("[not json", "does not parse"),
         ("", "empty"),
     ],

@@ -67,7 +67,9 @@ def test_oracle_reply_scores_full_marks(tasks):
         assert rewards["format"] == 1.0 and rewards["detection"] == 1.0, (name, rewards)
         assert trace.info["e2"]["tools"]["opa"]["version"].startswith("regopy-")
     # The oracle's JSON patch fixes what it can on the privileged pod: full patch credit.
-    trace = _score(tasks["privileged-pod.yaml"], oracle_reply(tasks["privileged-pod.yaml"].data.prompt_text, tools=["opa"]))
+    trace = _score(
+        tasks["privileged-pod.yaml"], oracle_reply(tasks["privileged-pod.yaml"].data.prompt_text, tools=["opa"])
+    )
     assert _rewards(trace)["patch"] == 1.0 and trace.metrics["patch_success"] == 1.0
 
 
@@ -87,8 +89,12 @@ def test_empty_and_garbage_answers(tasks):
     clean = tasks["clean-role.yaml"]
     trace = _score(clean, '{"violations": [], "patch": "", "confidence": 0.9}')
     assert _rewards(trace)["detection"] == 1.0 and trace.metrics["clean_pass"] == 1.0
-    wrong = _score(clean, json.dumps({"violations": [{"id": "opa/k8s-rbac-wildcard", "severity": "high"}],
-                                      "patch": "", "confidence": 0.9}))
+    wrong = _score(
+        clean,
+        json.dumps(
+            {"violations": [{"id": "opa/k8s-rbac-wildcard", "severity": "high"}], "patch": "", "confidence": 0.9}
+        ),
+    )
     assert _rewards(wrong)["detection"] == 0.0 and wrong.metrics["clean_pass"] == 0.0
 
 
@@ -98,7 +104,12 @@ def test_patch_rewards(tasks):
     partial = [{"op": "replace", "path": "/spec/containers/0/securityContext/privileged", "value": False}]
     trace = _score(task, json.dumps({**base, "patch": partial}))
     assert 0.0 < _rewards(trace)["patch"] < 1.0 and trace.metrics["patch_success"] == 1.0
-    broken = _score(task, json.dumps({**base, "patch": "--- a/kitchen-sink-pod.yaml\n+++ b/kitchen-sink-pod.yaml\n@@ -1 +1 @@\n-nope\n+x\n"}))
+    broken = _score(
+        task,
+        json.dumps(
+            {**base, "patch": "--- a/kitchen-sink-pod.yaml\n+++ b/kitchen-sink-pod.yaml\n@@ -1 +1 @@\n-nope\n+x\n"}
+        ),
+    )
     assert _rewards(broken)["patch"] == 0.0 and broken.info["e2"]["patch"]["status"] == "failed"
     escape = _score(task, json.dumps({**base, "patch": "--- a/../x\n+++ b/../x\n@@ -1 +1 @@\n-a\n+b\n"}))
     assert _rewards(escape)["patch"] == 0.0
@@ -112,16 +123,36 @@ def test_grounding_counts_ids_seen_in_tool_messages(tasks):
     task = tasks["privileged-pod.yaml"]
     tool_output = asyncio.run(task.tool_functions()[0]())
     assert "opa/k8s-privileged-container" in tool_output
-    answer = json.dumps({"violations": [{"id": "opa/k8s-privileged-container", "severity": "high"},
-                                        {"id": "opa/k8s-host-pid", "severity": "high"}], "patch": "", "confidence": 0.7})
+    answer = json.dumps(
+        {
+            "violations": [
+                {"id": "opa/k8s-privileged-container", "severity": "high"},
+                {"id": "opa/k8s-host-pid", "severity": "high"},
+            ],
+            "patch": "",
+            "confidence": 0.7,
+        }
+    )
     base = completion_trace(task, answer)
     nodes = base.nodes[:-1]
     call = vf.ToolCall(id="c1", name="run_opa", arguments="{}") if hasattr(vf, "ToolCall") else None
-    nodes.append(MessageNode(parent=len(nodes) - 1, message=vf.AssistantMessage(content="", tool_calls=[call] if call else None), sampled=True))
+    nodes.append(
+        MessageNode(
+            parent=len(nodes) - 1,
+            message=vf.AssistantMessage(content="", tool_calls=[call] if call else None),
+            sampled=True,
+        )
+    )
     nodes.append(MessageNode(parent=len(nodes) - 1, message=vf.ToolMessage(tool_call_id="c1", content=tool_output)))
     nodes.append(MessageNode(parent=len(nodes) - 1, message=vf.AssistantMessage(content=answer), sampled=True))
-    trace = vf.Trace(task=TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
-                     state=base.state, agent=AgentInfo(config=vf.AgentConfig()), nodes=nodes, is_completed=True, ok=True)
+    trace = vf.Trace(
+        task=TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
+        state=base.state,
+        agent=AgentInfo(config=vf.AgentConfig()),
+        nodes=nodes,
+        is_completed=True,
+        ok=True,
+    )
     asyncio.run(task.score(trace))
     assert trace.rewards["grounding"].score == 0.5  # one of the two ids came from a tool
     assert trace.metrics["tool_calls"] == 1.0
@@ -148,8 +179,14 @@ def test_verification_runs_tools_once_per_completion(tasks, monkeypatch):
         return await original(self, *args, **kwargs)
 
     monkeypatch.setattr(ToolSuite, "run_all", counting)
-    reply = json.dumps({"violations": [{"id": "opa/tf-sg-open-ssh", "severity": "high"}],
-                        "patch": "", "confidence": 0.8, "nonce": "memo-test"})
+    reply = json.dumps(
+        {
+            "violations": [{"id": "opa/tf-sg-open-ssh", "severity": "high"}],
+            "patch": "",
+            "confidence": 0.8,
+            "nonce": "memo-test",
+        }
+    )
     _score(task, reply)
     assert len(calls) == 1  # detection, patch and the metric share one verification
     _score(task, reply)
@@ -157,7 +194,9 @@ def test_verification_runs_tools_once_per_completion(tasks, monkeypatch):
 
 
 def test_parse_completion_and_versions():
-    parsed = parse_completion('```json\n{"violations": [{"id": "opa/x", "severity": "HIGH"}], "patch": "", "confidence": 2}\n```')
+    parsed = parse_completion(
+        '```json\n{"violations": [{"id": "opa/x", "severity": "HIGH"}], "patch": "", "confidence": 2}\n```'
+    )
     assert not parsed.format_ok and parsed.ids == {"opa/x"} and parsed.to_dict()["confidence"] is None
     versions = tool_versions(["opa"])
     assert versions["opa"]["available"] and set(versions) == {"opa", "semgrep", "checkov", "kubelinter"}

@@ -58,7 +58,7 @@ def test_heuristic_fixes_some_tasks_honestly(tasks):
     assert all(v == 0.0 for v in scores.values())
 
 
-@pytest.mark.parametrize("completion", ["", "I cannot help with that.", "{\"diff\": 12}", "```diff\nnot a diff\n```"])
+@pytest.mark.parametrize("completion", ["", "I cannot help with that.", '{"diff": 12}', "```diff\nnot a diff\n```"])
 def test_empty_and_garbage_answers_score_zero(tasks, completion):
     scores, _ = _score(tasks[0], completion)
     assert all(v == 0.0 for v in scores.values())

@@ -75,7 +75,9 @@ def _answer(diff: str) -> str:
 
 BAD_DIFFS = {
     "dotdot_path": _hostile_diff("pass").replace("a/calc.py", "a/../calc.py").replace("b/calc.py", "b/../calc.py"),
-    "absolute_path": _hostile_diff("pass").replace("--- a/calc.py", "--- /etc/passwd").replace("+++ b/calc.py", "+++ /etc/passwd"),
+    "absolute_path": _hostile_diff("pass")
+    .replace("--- a/calc.py", "--- /etc/passwd")
+    .replace("+++ b/calc.py", "+++ /etc/passwd"),
     "giant_diff": _hostile_diff("\n".join(f"_x{i} = {i}" for i in range(20000))),
 }
 

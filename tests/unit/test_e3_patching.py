@@ -23,7 +23,10 @@ GOOD = """--- a/app.py
 
 def test_applies_and_counts():
     result = apply_patch(FILES, GOOD)
-    assert result.files["app.py"] == "import subprocess\n\n\ndef f(x):\n    return subprocess.run(['ls', '--', x]).returncode\n"
+    assert (
+        result.files["app.py"]
+        == "import subprocess\n\n\ndef f(x):\n    return subprocess.run(['ls', '--', x]).returncode\n"
+    )
     assert (result.added, result.removed, result.touched) == (2, 2, ("app.py",))
 
 
@@ -40,8 +43,13 @@ def test_context_mismatch_is_a_clear_error():
 
 @pytest.mark.parametrize(
     ("path", "message"),
-    [("../app.py", "'..'"), ("/etc/passwd", "absolute"), ("other.py", "not one of the task's files"),
-     ("sub/../app.py", "'..'"), ("test_security.py", "not one of the task's files")],
+    [
+        ("../app.py", "'..'"),
+        ("/etc/passwd", "absolute"),
+        ("other.py", "not one of the task's files"),
+        ("sub/../app.py", "'..'"),
+        ("test_security.py", "not one of the task's files"),
+    ],
 )
 def test_paths_outside_the_task_are_refused(path, message):
     diff = GOOD.replace("a/app.py", f"a/{path}").replace("b/app.py", f"b/{path}")
@@ -55,7 +63,9 @@ def test_new_and_deleted_files_are_refused():
     new_file = "--- /dev/null\n+++ b/evil.py\n@@ -0,0 +1 @@\n+import os\n"
     with pytest.raises(PatchError, match="new file"):
         apply_diff(FILES, new_file)
-    delete = "--- a/app.py\n+++ /dev/null\n@@ -1,5 +0,0 @@\n-import os\n-\n-\n-def f(x):\n-    return os.system('ls ' + x)\n"
+    delete = (
+        "--- a/app.py\n+++ /dev/null\n@@ -1,5 +0,0 @@\n-import os\n-\n-\n-def f(x):\n-    return os.system('ls ' + x)\n"
+    )
     with pytest.raises(PatchError, match="deletes"):
         apply_diff(FILES, delete)
 
@@ -80,7 +90,7 @@ def test_parse_completion_json_fenced_and_garbage():
     fenced = parse_completion(f"Here is the fix:\n```diff\n{GOOD}```\nDone.")
     assert (fenced.source, fenced.format_ok) == ("fenced_diff", False)
     assert apply_diff(FILES, fenced.diff) == apply_diff(FILES, GOOD)
-    for junk in (None, "", "{not json", 42, "{\"diff\": 3}"):
+    for junk in (None, "", "{not json", 42, '{"diff": 3}'):
         result = parse_completion(junk)
         assert result.diff is None and not result.format_ok and result.problems
         assert result.to_dict()["source"] == "none"

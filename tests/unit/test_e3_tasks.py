@@ -59,7 +59,9 @@ def test_jsonl_dataset_roundtrip_and_errors(tmp_path):
     path.write_text("".join(json.dumps(task_to_row(t)) + "\n" for t in bundled_tasks()[:2]))
     assert [t.id for t in load_tasks(path)] == [t.id for t in bundled_tasks()[:2]]
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"id": "x"}\nnot json\n' + json.dumps({**task_to_row(bundled_tasks()[0]), "module": "../x.py"}) + "\n")
+    bad.write_text(
+        '{"id": "x"}\nnot json\n' + json.dumps({**task_to_row(bundled_tasks()[0]), "module": "../x.py"}) + "\n"
+    )
     import pytest
 
     from sv_shared.jsonl import DatasetError

@@ -35,13 +35,17 @@ EMAIL = {
     "to": "you@example.org",
     "subject": "Urgent: your account will be suspended",
     "body": "Dear customer, please verify your password within 24 hours at https://paypa1.com/login "
-            "or https://bit.ly/3xYz. Bitte bestätigen Sie Ihr Passwort.",
+    "or https://bit.ly/3xYz. Bitte bestätigen Sie Ihr Passwort.",
     "links": ["https://paypa1.com/login?id=1", "https://bit.ly/3xYz", "http://xn--pypal-4ve.com/a"],
     "attachments": ["Invoice_2291.docm", "readme.pdf"],
 }
-CLEAN = {"from": "Amazon <order-update@amazon.de>", "subject": "Ihre Bestellung 123",
-         "body": "Vielen Dank für Ihre Bestellung.", "links": ["https://www.amazon.de/orders/123"],
-         "attachments": ["receipt_123.pdf"]}
+CLEAN = {
+    "from": "Amazon <order-update@amazon.de>",
+    "subject": "Ihre Bestellung 123",
+    "body": "Vielen Dank für Ihre Bestellung.",
+    "links": ["https://www.amazon.de/orders/123"],
+    "attachments": ["receipt_123.pdf"],
+}
 
 
 @pytest.fixture(scope="module")
@@ -57,10 +61,14 @@ def score(task, completion: str):
 
 # --- generator ------------------------------------------------------------------------
 
+
 def test_generator_is_deterministic_and_matches_bundled_file():
     assert sample_emails() == sample_emails()
     assert sample_emails(seed=1) != sample_emails(seed=2)
-    bundled = Path(__file__).resolve().parents[2] / "environments/sv-env-phishing-detection/sv_env_phishing_detection/data/sample.jsonl"
+    bundled = (
+        Path(__file__).resolve().parents[2]
+        / "environments/sv-env-phishing-detection/sv_env_phishing_detection/data/sample.jsonl"
+    )
     rows = [json.loads(line) for line in bundled.read_text(encoding="utf-8").splitlines()]
     assert rows == json.loads(json.dumps(sample_emails()))
 
@@ -80,37 +88,44 @@ def test_sample_balance_languages_and_scenarios(tmp_path):
 
 # --- evidence -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("item, claim", [
-    ("paypa1.com", "domain"),
-    ("Link to https://paypa1.com/login", "url"),
-    ("xn--pypal-4ve.com uses punycode", "punycode"),
-    ("shortened link bit.ly", "shortener"),
-    ("Reply-To help.desk@gmail.com differs from From service@paypa1.com", "reply_to"),
-    ("Urgency: 'within 24 hours'", "quote"),
-    ("Urgent: your account will be suspended", "phrase"),
-    ("credential request: VERIFY   your password", "phrase"),
-    ("bestätigen sie ihr passwort", "phrase"),
-    ("macro attachment Invoice_2291.docm", "attachment"),
-    (".docm attachment", "attachment"),
-    ("lookalike domain paypa1.com", "lookalike"),
-])
+
+@pytest.mark.parametrize(
+    "item, claim",
+    [
+        ("paypa1.com", "domain"),
+        ("Link to https://paypa1.com/login", "url"),
+        ("xn--pypal-4ve.com uses punycode", "punycode"),
+        ("shortened link bit.ly", "shortener"),
+        ("Reply-To help.desk@gmail.com differs from From service@paypa1.com", "reply_to"),
+        ("Urgency: 'within 24 hours'", "quote"),
+        ("Urgent: your account will be suspended", "phrase"),
+        ("credential request: VERIFY   your password", "phrase"),
+        ("bestätigen sie ihr passwort", "phrase"),
+        ("macro attachment Invoice_2291.docm", "attachment"),
+        (".docm attachment", "attachment"),
+        ("lookalike domain paypa1.com", "lookalike"),
+    ],
+)
 def test_real_evidence_verifies(item, claim):
     check = check_item(item, build_index(EMAIL))
     assert check.verified, check.reason
     assert claim in check.claims
 
 
-@pytest.mark.parametrize("item", [
-    "paypal-secure.net",                      # domain not in the email
-    "https://evil.example/login",             # url not in the email
-    "Reply-To mismatch",                      # true here; see CLEAN below for the false case
-    "Urgency: 'act within 2 hours'",          # quoted phrase not in the text
-    "the sender asks for your PIN code",      # phrase not in the text
-    "Invoice_2291.exe",                       # attachment name not present
-    ".exe attachment",                        # extension not present
-    "",                                       # empty
-    42,                                       # not a string
-])
+@pytest.mark.parametrize(
+    "item",
+    [
+        "paypal-secure.net",  # domain not in the email
+        "https://evil.example/login",  # url not in the email
+        "Reply-To mismatch",  # true here; see CLEAN below for the false case
+        "Urgency: 'act within 2 hours'",  # quoted phrase not in the text
+        "the sender asks for your PIN code",  # phrase not in the text
+        "Invoice_2291.exe",  # attachment name not present
+        ".exe attachment",  # extension not present
+        "",  # empty
+        42,  # not a string
+    ],
+)
 def test_invented_evidence_fails(item):
     index = build_index(EMAIL)
     check = check_item(item, index)
@@ -122,8 +137,13 @@ def test_invented_evidence_fails(item):
 
 def test_invented_evidence_on_clean_email():
     index = build_index(CLEAN)
-    for item in ("punycode domain", "URL shortener", "lookalike domain amazon.de", ".exe attachment",
-                 "Reply-To differs from From"):
+    for item in (
+        "punycode domain",
+        "URL shortener",
+        "lookalike domain amazon.de",
+        ".exe attachment",
+        "Reply-To differs from From",
+    ):
         assert not check_item(item, index).verified, item
     assert check_item("amazon.de", index).verified
     assert check_item("receipt_123.pdf", index).verified
@@ -148,6 +168,7 @@ def test_evidence_score_rule():
 
 
 # --- rewards through the task -----------------------------------------------------------
+
 
 def test_rewards_and_details(tasks):
     task = next(t for t in tasks if t.data.answer == "Phishing" and t.data.info["scenario"] == "credential_harvest")
@@ -187,6 +208,7 @@ def test_parse_completion_and_tools(tasks):
 
 # --- URL tool -------------------------------------------------------------------------
 
+
 def _check(url):
     return json.loads(asyncio.run(check_url(url)))
 
@@ -217,6 +239,7 @@ def test_check_url_cases(monkeypatch):
 
 # --- bad input ------------------------------------------------------------------------
 
+
 def test_bad_input_never_crashes_and_is_bounded(tmp_path):
     huge = {**EMAIL, "body": "A\udcff\ufffd " * 350_000}  # ~1 MB with lone surrogates
     email, notes = normalize_email(huge)
@@ -230,7 +253,10 @@ def test_bad_input_never_crashes_and_is_bounded(tmp_path):
     empty, notes = normalize_email({})
     assert "empty email" in notes and json.loads(heuristic_reply(render_email_question(empty)))["label"] == "Abstain"
     assert normalize_email(None)[0]["body"] == "" and normalize_email(b"\xff")[0]["links"] == []
-    assert normalize_email({"body": b"caf\xe9", "links": "https://a.com", "attachments": [None, 3]})[0]["body"] == "caf\ufffd"
+    assert (
+        normalize_email({"body": b"caf\xe9", "links": "https://a.com", "attachments": [None, 3]})[0]["body"]
+        == "caf\ufffd"
+    )
     assert evidence_score(["a"], {}, "Phishing") == 0.0
     assert parse_email_question("just some text")["body"] == "just some text"
     # A dataset with a huge surrogate body, an empty email and a prompt-only row loads and scores.
@@ -252,6 +278,7 @@ def test_bad_input_never_crashes_and_is_bounded(tmp_path):
 
 
 # --- baseline -------------------------------------------------------------------------
+
 
 def test_heuristic_accuracy_on_bundled_set(tasks):
     """The rule baseline is decent but imperfect: 0.80 <= accuracy <= 0.92 (0.8875 on the bundled 160 at seed 4),

@@ -31,13 +31,16 @@ from sv_shared import (
     format_reward,
 )
 
-DEFAULT_TOML = (Path(__file__).resolve().parents[2]
-                / "environments/sv-env-phishing-detection/sv_env_phishing_detection/rewards.toml")
+DEFAULT_TOML = (
+    Path(__file__).resolve().parents[2]
+    / "environments/sv-env-phishing-detection/sv_env_phishing_detection/rewards.toml"
+)
 
 
 def load(reward_config: Path | None = None, **task) -> list:
-    config = PhishingTasksetConfig(id="sv-env-phishing-detection",
-                                   task=PhishingTaskConfig(reward_config=reward_config, **task))
+    config = PhishingTasksetConfig(
+        id="sv-env-phishing-detection", task=PhishingTaskConfig(reward_config=reward_config, **task)
+    )
     return list(PhishingTaskset(config))
 
 
@@ -49,8 +52,16 @@ def tasks():
 def completions(task) -> list[str]:
     """Realistic, malformed and adversarial replies for one task."""
     base = json.loads(heuristic_reply(task.data.prompt_text))
-    invented = [*base["evidence"], "www.secure-login-verify.com", 'Quote: "please act now"', "Reply-To mismatch",
-                "invoice.exe attachment", "punycode domain", "shortened link", "lookalike of paypal.com"]
+    invented = [
+        *base["evidence"],
+        "www.secure-login-verify.com",
+        'Quote: "please act now"',
+        "Reply-To mismatch",
+        "invoice.exe attachment",
+        "punycode domain",
+        "shortened link",
+        "lookalike of paypal.com",
+    ]
     return [
         json.dumps(base, ensure_ascii=False),
         "  \n" + json.dumps(base, ensure_ascii=False) + "\n\n",
@@ -78,8 +89,13 @@ def expected(task, completion: str | None) -> dict[str, float]:
     answer = parse_completion(reply)
     settings = load_reward_settings(task.config.reward_config)
     gold = task.data.answer
-    report = evidence_report(answer.evidence, build_index(task.data.info["email"]), answer.label,
-                             penalty=settings.evidence_penalty, max_items=settings.evidence_max_items)
+    report = evidence_report(
+        answer.evidence,
+        build_index(task.data.info["email"]),
+        answer.label,
+        penalty=settings.evidence_penalty,
+        max_items=settings.evidence_max_items,
+    )
     return {
         "format": format_reward(answer.parsed),
         "accuracy": accuracy_reward(answer.label, gold),
@@ -93,8 +109,13 @@ def expected(task, completion: str | None) -> dict[str, float]:
 def plain_report(task, completion: str):
     answer = parse_completion(completion)
     settings = load_reward_settings(task.config.reward_config)
-    return evidence_report(answer.evidence, build_index(task.data.info["email"]), answer.label,
-                           penalty=settings.evidence_penalty, max_items=settings.evidence_max_items)
+    return evidence_report(
+        answer.evidence,
+        build_index(task.data.info["email"]),
+        answer.label,
+        penalty=settings.evidence_penalty,
+        max_items=settings.evidence_max_items,
+    )
 
 
 def verifiers_scores(task, completion: str) -> tuple[dict, dict, float]:
@@ -131,8 +152,10 @@ def test_cold_task_shortcuts_equal_verifiers(tasks):
 
 def test_memo_overflow_and_interleaving_keep_values(tasks):
     task = tasks[3]
-    replies = completions(task) + [json.dumps({"label": "Phishing", "confidence": i / 50, "evidence": [f"x{i}.com"]})
-                                   for i in range(3 * _MEMO_REPLIES)]
+    replies = completions(task) + [
+        json.dumps({"label": "Phishing", "confidence": i / 50, "evidence": [f"x{i}.com"]})
+        for i in range(3 * _MEMO_REPLIES)
+    ]
     assert len(replies) > 2 * _MEMO_REPLIES
     for _ in range(2):  # second round: every entry was evicted at least once
         for reply in replies:
@@ -161,9 +184,12 @@ def test_changed_data_does_not_reuse_the_memo(tasks):
 def test_custom_reward_toml_and_reload(tmp_path):
     path = tmp_path / "rewards.toml"
     text = DEFAULT_TOML.read_text(encoding="utf-8")
-    path.write_text(text.replace("invented_penalty = 0.25", "invented_penalty = 0.1")
-                    .replace("abstention = 0.0", "abstention = 0.7").replace("credit = 0.5", "credit = 0.3"),
-                    encoding="utf-8")
+    path.write_text(
+        text.replace("invented_penalty = 0.25", "invented_penalty = 0.1")
+        .replace("abstention = 0.0", "abstention = 0.7")
+        .replace("credit = 0.5", "credit = 0.3"),
+        encoding="utf-8",
+    )
     tasks = load(path)
     for task in tasks[::9]:
         for completion in completions(task):
@@ -187,8 +213,12 @@ def test_custom_reward_toml_and_reload(tmp_path):
 
 
 def test_fast_score_follows_plugged_weights_and_priorities():
-    tasks = load(rewards={"format": vf.RewardFunctionConfig(weight=2.5, priority=3),
-                          "evidence": vf.RewardFunctionConfig(priority=-1)})
+    tasks = load(
+        rewards={
+            "format": vf.RewardFunctionConfig(weight=2.5, priority=3),
+            "evidence": vf.RewardFunctionConfig(priority=-1),
+        }
+    )
     for task in tasks[::13]:
         for completion in completions(task):
             fast = task.fast_score(completion)

@@ -45,7 +45,10 @@ def test_a_broken_entry_point_is_refused_by_name(monkeypatch: pytest.MonkeyPatch
 
 
 def test_two_environments_with_one_short_name_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    twice = [_entry("e1", "sv_env_network_logs.plugin:ENVIRONMENT"), _entry("e1b", "sv_env_network_logs.plugin:ENVIRONMENT")]
+    twice = [
+        _entry("e1", "sv_env_network_logs.plugin:ENVIRONMENT"),
+        _entry("e1b", "sv_env_network_logs.plugin:ENVIRONMENT"),
+    ]
     monkeypatch.setattr(envs_module, "entry_points", lambda group: twice)
     with pytest.raises(EnvironmentPluginError, match="two installed environments call themselves 'e1'"):
         discover()
@@ -61,7 +64,9 @@ def test_lazy_functions_import_on_first_use_and_carry_the_function_attributes() 
 
 def test_every_environment_package_is_under_the_import_contracts() -> None:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["importlinter"]
-    forbidden = next(c for c in config["contracts"] if c["type"] == "forbidden" and "sv_dagster" in c["forbidden_modules"])
+    forbidden = next(
+        c for c in config["contracts"] if c["type"] == "forbidden" and "sv_dagster" in c["forbidden_modules"]
+    )
     for env in ENVS.values():
         assert env.module in config["root_packages"], f"{env.module} is not in [tool.importlinter] root_packages"
         assert env.module in forbidden["source_modules"], f"{env.module} may import the pipeline"

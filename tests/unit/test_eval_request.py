@@ -13,8 +13,13 @@ from sv_dagster.core.registry import ModelSpec
 REGISTRY = {
     "heuristic": ModelSpec(name="heuristic", backend="heuristic", model="heuristic"),
     "tool-oracle": ModelSpec(name="tool-oracle", backend="oracle", model="oracle", envs=("e2", "e3")),
-    "gpt-5-mini": ModelSpec(name="gpt-5-mini", backend="openai", model="gpt-5-mini",
-                            base_url="https://api.example/v1", api_key_env="SV_TEST_MISSING_KEY"),
+    "gpt-5-mini": ModelSpec(
+        name="gpt-5-mini",
+        backend="openai",
+        model="gpt-5-mini",
+        base_url="https://api.example/v1",
+        api_key_env="SV_TEST_MISSING_KEY",
+    ),
 }
 
 
@@ -29,12 +34,15 @@ def message(call) -> str:
 def test_models(monkeypatch):
     monkeypatch.delenv("SV_TEST_MISSING_KEY", raising=False)
     assert message(lambda: check_models("e1", ["heuristc"], REGISTRY)) == (
-        "unknown model 'heuristc' (did you mean 'heuristic'?); the models for e1: gpt-5-mini, heuristic")
+        "unknown model 'heuristc' (did you mean 'heuristic'?); the models for e1: gpt-5-mini, heuristic"
+    )
     assert message(lambda: check_models("e1", ["tool-oracle"], REGISTRY)).startswith(
-        "model 'tool-oracle' is registered for e2, e3, not e1;")
+        "model 'tool-oracle' is registered for e2, e3, not e1;"
+    )
     assert message(lambda: check_models("e1", ["heuristic", "gpt-5-mini"], REGISTRY)) == (
         "model 'gpt-5-mini' needs the environment variable SV_TEST_MISSING_KEY (put it in .env or export it); "
-        "nothing was run")
+        "nothing was run"
+    )
     monkeypatch.setenv("SV_TEST_MISSING_KEY", "sk-test")
     check_models("e1", ["heuristic", "gpt-5-mini"], REGISTRY)
     check_models("e2", ["tool-oracle"], REGISTRY)
@@ -45,10 +53,12 @@ def test_split_and_limit(tmp_path: Path):
     report.write_text(json.dumps({"split_sizes": {"train": 262, "dev": 28, "test": 56}}))
     sizes = split_sizes(report)
     assert message(lambda: check_split("validation", sizes, "dataset/e1")) == (
-        "dataset/e1 has no split 'validation'; its splits: dev, test, train")
+        "dataset/e1 has no split 'validation'; its splits: dev, test, train"
+    )
     assert "(did you mean 'test'?)" in message(lambda: check_split("tset", sizes, "dataset/e1"))
     assert message(lambda: check_limit(50, "dev", sizes["dev"], "dataset/e1")) == (
-        "--n 50 is more than the 28 examples of split 'dev' of dataset/e1; ask for at most 28, or `--n all`")
+        "--n 50 is more than the 28 examples of split 'dev' of dataset/e1; ask for at most 28, or `--n all`"
+    )
     check_limit(28, "dev", sizes["dev"], "dataset/e1")
     check_limit(None, "dev", sizes["dev"], "dataset/e1")
 

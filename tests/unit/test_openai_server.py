@@ -57,8 +57,11 @@ def test_async_streaming_and_tools_requests_get_plain_text():
     async def call(server):
         client = openai.AsyncOpenAI(base_url=server.base_url, api_key="k", max_retries=0)
         stream = await client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "a b c"}], tools=tools,
-            stream=True, stream_options={"include_usage": True},
+            model="m",
+            messages=[{"role": "user", "content": "a b c"}],
+            tools=tools,
+            stream=True,
+            stream_options={"include_usage": True},
         )
         chunks = [chunk async for chunk in stream]
         await client.close()

@@ -29,7 +29,17 @@ def test_a_line_every_tenth_of_the_total_and_the_last_one_always():
         progress.update(done, "0 errors")
     # 10% of 56 is 5.6 examples: a line on entering each tenth (6, 12, 17, ...), then 56/56.
     assert [line.split(": ")[1].split(" ")[0] for line in lines] == [
-        "6/56", "12/56", "17/56", "23/56", "28/56", "34/56", "40/56", "45/56", "51/56", "56/56"]
+        "6/56",
+        "12/56",
+        "17/56",
+        "23/56",
+        "28/56",
+        "34/56",
+        "40/56",
+        "45/56",
+        "51/56",
+        "56/56",
+    ]
     assert lines[-1] == "eval e1/heuristic: 56/56 examples (100%), 0 errors, 28.0 s elapsed"
     assert progress.finish() is None  # the last count was shown already
 
@@ -56,7 +66,8 @@ def test_eta_is_from_this_runs_pace_and_resumed_examples_count_as_done():
     progress.start(20)  # 20 finished by the killed run
     clock.now += 8.0
     assert progress.update(28, "3 errors") == (
-        "eval e1/heuristic: 28/56 examples (50%), 3 errors, 8.0 s elapsed, ETA 28 s")  # 8 in 8 s, 28 to go (not 8 s)
+        "eval e1/heuristic: 28/56 examples (50%), 3 errors, 8.0 s elapsed, ETA 28 s"
+    )  # 8 in 8 s, 28 to go (not 8 s)
 
 
 def test_finish_shows_work_that_stopped_short_without_an_eta():
@@ -65,7 +76,9 @@ def test_finish_shows_work_that_stopped_short_without_an_eta():
     assert progress.update(10, "loss 1.234") == "eval e1/heuristic: step 10/40 (25%), loss 1.234, 5.9 s/step, ETA 2m57s"
     clock.now += 0.1
     assert progress.update(11, "loss 1.100") is None  # not due: same tenth, 0.1 s later
-    assert progress.finish() == "eval e1/heuristic: step 11/40 (27%), loss 1.100, 5.4 s/step"  # stopped by its time budget
+    assert (
+        progress.finish() == "eval e1/heuristic: step 11/40 (27%), loss 1.100, 5.4 s/step"
+    )  # stopped by its time budget
     assert progress.finish() is None
 
 
@@ -78,7 +91,13 @@ def test_zero_total_says_so_without_dividing_by_zero():
 
 
 def test_durations_read_like_a_person_would_write_them():
-    assert [format_duration(s) for s in (0, 12.4, 59.6, 198, 3600 + 5 * 60 + 9)] == ["0 s", "12 s", "1m00s", "3m18s", "1h05m"]
+    assert [format_duration(s) for s in (0, 12.4, 59.6, 198, 3600 + 5 * 60 + 9)] == [
+        "0 s",
+        "12 s",
+        "1m00s",
+        "3m18s",
+        "1h05m",
+    ]
 
 
 def test_eval_progress_takes_the_runners_counts():
@@ -92,8 +111,10 @@ def test_eval_progress_takes_the_runners_counts():
     clock.now += 3.0
     progress(counts(2, errors=1))
     progress.finish()
-    assert lines == ["eval e1/heuristic: 3/4 examples (75%), 1 error, 3.0 s elapsed, ETA 3 s",
-                     "eval e1/heuristic: 4/4 examples (100%), 1 error, 6.0 s elapsed"]
+    assert lines == [
+        "eval e1/heuristic: 3/4 examples (75%), 1 error, 3.0 s elapsed, ETA 3 s",
+        "eval e1/heuristic: 4/4 examples (100%), 1 error, 6.0 s elapsed",
+    ]
 
 
 def test_step_progress_reads_a_trainers_metrics():
@@ -107,9 +128,11 @@ def test_step_progress_reads_a_trainers_metrics():
     steps.metrics({"step": 39, "loss": 1.0})
     steps.metrics({"step": 40, "train_loss": 1.1, "train_runtime": 185.2})  # the trainer's summary
     steps.finish()
-    assert lines == ["sft e1: step 12/40 (30%), loss 1.234, 7.1 s/step, ETA 3m19s",
-                     "sft e1: step 39/40 (97%), loss 1.000, 4.7 s/step, ETA 5 s",
-                     "sft e1: step 40/40 (100%), mean loss 1.100, 4.6 s/step"]
+    assert lines == [
+        "sft e1: step 12/40 (30%), loss 1.234, 7.1 s/step, ETA 3m19s",
+        "sft e1: step 39/40 (97%), loss 1.000, 4.7 s/step, ETA 5 s",
+        "sft e1: step 40/40 (100%), mean loss 1.100, 4.6 s/step",
+    ]
     unknown: list[str] = []
     steps = StepProgress("grpo e1", unknown.append, clock=clock)
     steps.start(0, -1)

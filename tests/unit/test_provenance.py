@@ -77,7 +77,16 @@ def test_build_provenance_has_every_required_field(tmp_path: Path, monkeypatch):
         inputs={"corpus/iot23": "abc"},
         packages=["sv-env-network-logs"],
     )
-    for key in ("git_commit", "git_dirty", "packages", "config", "config_hash", "input_data_versions", "content_hash", "seed"):
+    for key in (
+        "git_commit",
+        "git_dirty",
+        "packages",
+        "config",
+        "config_hash",
+        "input_data_versions",
+        "content_hash",
+        "seed",
+    ):
         assert key in record, key
     assert record["seed"] == 7 and record["input_data_versions"] == {"corpus/iot23": "abc"}
     assert {"dagster", "verifiers", "sv-env-network-logs"} <= set(record["packages"])
@@ -105,6 +114,7 @@ def test_a_files_provenance_record_is_a_sidecar_outside_its_hash(tmp_path: Path)
 
 def _materialize_tiny_assets(outputs: Path):
     """A folder asset and a single-file asset downstream of it, materialized in-process."""
+
     @provenance_asset(key=["tiny", "folder"])
     def tiny_folder(context) -> Artifact:
         out = write_tree(outputs / "tiny" / context.run_id[:8], {"rows.jsonl": '{"id": 1}\n', "sub/meta.json": "{}"})
@@ -135,7 +145,9 @@ def test_materializing_writes_the_provenance_record_with_the_artifact(isolated: 
     record = json.loads((folder / "provenance.json").read_text())
     assert record["git_commit"] == git["git_commit"] and record["git_dirty"] == git["git_dirty"]
     assert record["config_hash"] == config_hash(record["config"]) and record["config"]["n"] == 1
-    assert record["config"]["api_key"] == REDACTED and "sk-never-recorded" not in (folder / "provenance.json").read_text()
+    assert (
+        record["config"]["api_key"] == REDACTED and "sk-never-recorded" not in (folder / "provenance.json").read_text()
+    )
     assert record["input_data_versions"] == {}
     assert record["content_hash"] == folder_version == content_hash([folder])
     assert record["dagster_run_id"] == run_id and record["seed"] == 5

@@ -86,7 +86,9 @@ def test_log_records_are_redacted_before_any_handler_sees_them(caplog):
         factory = logging.getLogRecordFactory()
         assert isinstance(factory, RedactingLogRecords) and not isinstance(factory.inner, RedactingLogRecords)
         with caplog.at_level(logging.INFO):
-            logging.getLogger("sv-test").info("endpoint said %s", "Incorrect API key provided: sk-abcdefghijklmnopqrstuvwxyz")
+            logging.getLogger("sv-test").info(
+                "endpoint said %s", "Incorrect API key provided: sk-abcdefghijklmnopqrstuvwxyz"
+            )
         assert caplog.records[-1].getMessage() == f"endpoint said Incorrect API key provided: {REDACTED}"
     finally:
         logging.setLogRecordFactory(previous)

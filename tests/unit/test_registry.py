@@ -23,7 +23,9 @@ def test_project_registry_has_a_default_heuristic_and_closed_models():
 
 
 def test_env_references_expand_with_defaults(tmp_path: Path, monkeypatch):
-    path = registry(tmp_path, "models:\n  m:\n    backend: openai\n    model: x\n    base_url: ${MY_URL:-http://127.0.0.1:9/v1}\n")
+    path = registry(
+        tmp_path, "models:\n  m:\n    backend: openai\n    model: x\n    base_url: ${MY_URL:-http://127.0.0.1:9/v1}\n"
+    )
     monkeypatch.delenv("MY_URL", raising=False)
     assert load_registry(path)["m"].base_url == "http://127.0.0.1:9/v1"
     monkeypatch.setenv("MY_URL", "http://127.0.0.1:7/v1")

@@ -35,12 +35,21 @@ RUN_A, RUN_B, RUN_OLD = "aaaa1111-0000-4000-8000-000000000001", "bbbb2222-0000-4
 
 def write_eval(folder: Path, model: str, mean_reward: float, accuracy: float, cost: float = 0.0) -> Path:
     folder.mkdir(parents=True)
-    rows = [{"id": f"x{i}", "answer": "Anomalous", "parsed": {"label": "Anomalous", "confidence": 0.9}, "error": None}
-            for i in range(4)]
+    rows = [
+        {"id": f"x{i}", "answer": "Anomalous", "parsed": {"label": "Anomalous", "confidence": 0.9}, "error": None}
+        for i in range(4)
+    ]
     (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    summary = {"model": model, "mean_reward": mean_reward, "accuracy": accuracy, "n_examples": 4, "n_errors": 0,
-               "ci95": {"mean_reward": [mean_reward - 0.1, mean_reward + 0.1], "accuracy": [accuracy - 0.2, 1.0]},
-               "total_cost_usd": cost, "ece": 0.05}
+    summary = {
+        "model": model,
+        "mean_reward": mean_reward,
+        "accuracy": accuracy,
+        "n_examples": 4,
+        "n_errors": 0,
+        "ci95": {"mean_reward": [mean_reward - 0.1, mean_reward + 0.1], "accuracy": [accuracy - 0.2, 1.0]},
+        "total_cost_usd": cost,
+        "ece": 0.05,
+    }
     (folder / "summary.json").write_text(json.dumps(summary))
     return folder
 
@@ -55,27 +64,46 @@ def outputs(tmp_path: Path) -> Path:
     old = write_eval(root / "evals" / "e1--heuristic" / "old", "heuristic", 0.40, 0.50)
     new = write_eval(root / "evals" / "e1--heuristic" / "new", "heuristic", 0.55, 0.75)
     oracle = write_eval(root / "evals" / "e1--oracle" / "r1", "oracle", 1.0, 1.0, cost=0.0123)
-    records = [record(old, "heuristic", 1_000, RUN_OLD), record(new, "heuristic", 2_000, RUN_A),
-               record(oracle, "oracle", 2_000, RUN_B)]
+    records = [
+        record(old, "heuristic", 1_000, RUN_OLD),
+        record(new, "heuristic", 2_000, RUN_A),
+        record(oracle, "oracle", 2_000, RUN_B),
+    ]
     latest = [records[1], records[2]]
     weekly = root / "reports" / "weekly"
     weekly.mkdir(parents=True)
-    (weekly / "2026-W48.md").write_text(weekly_markdown("2026-W48", latest, {("e1", "heuristic"): records[0]}, {}, weekly))
+    (weekly / "2026-W48.md").write_text(
+        weekly_markdown("2026-W48", latest, {("e1", "heuristic"): records[0]}, {}, weekly)
+    )
     board = root / "reports" / "scoreboard"
     board.mkdir(parents=True)
     (board / "e1.md").write_text(scoreboard_markdown("e1", latest, board))
     tournament = root / "tournaments" / "t1"
     tournament.mkdir(parents=True)
-    (tournament / "tournament.json").write_text(json.dumps({
-        "attacker": {"name": "heuristic"}, "defender": {"name": "heuristic"}, "classifier": "rules",
-        "rounds": [{"round": 1, "attacker_success_rate": 0.5}, {"round": 2, "attacker_success_rate": 0.25}]}))
+    (tournament / "tournament.json").write_text(
+        json.dumps(
+            {
+                "attacker": {"name": "heuristic"},
+                "defender": {"name": "heuristic"},
+                "classifier": "rules",
+                "rounds": [{"round": 1, "attacker_success_rate": 0.5}, {"round": 2, "attacker_success_rate": 0.25}],
+            }
+        )
+    )
     stage1 = root / "checkpoints" / "rlft_stage1" / "e1" / "run1"
     sft = root / "checkpoints" / "sft" / "e1" / "run0"
-    training = [TrainingRecord("checkpoint/e1/sft", "tiny", "e1", 10, 0.01, 0, str(sft), timestamp=1_000),
-                TrainingRecord("checkpoint/e1/rlft_stage1", "tiny", "e1", 10, 0.01, 0, str(stage1), timestamp=900)]
-    monthly_report("2026-11", records, root / "reports" / "monthly" / "2026-11",
-                   [TournamentRecord(1_500, tournament, RUN_B, content_hash([tournament]))], training,
-                   promoted={"e1": str(stage1)})
+    training = [
+        TrainingRecord("checkpoint/e1/sft", "tiny", "e1", 10, 0.01, 0, str(sft), timestamp=1_000),
+        TrainingRecord("checkpoint/e1/rlft_stage1", "tiny", "e1", 10, 0.01, 0, str(stage1), timestamp=900),
+    ]
+    monthly_report(
+        "2026-11",
+        records,
+        root / "reports" / "monthly" / "2026-11",
+        [TournamentRecord(1_500, tournament, RUN_B, content_hash([tournament]))],
+        training,
+        promoted={"e1": str(stage1)},
+    )
     return root
 
 
@@ -98,7 +126,11 @@ def test_every_sourced_row_names_its_run_and_data_version_and_audits_clean(outpu
 
 
 def test_weekly_rows_cite_the_previous_eval_behind_their_delta(outputs: Path):
-    (row,) = [r for r in table_rows((outputs / REPORTS[0]).read_text()) if r.table == "weekly" and r.cells["model"] == "heuristic"]
+    (row,) = [
+        r
+        for r in table_rows((outputs / REPORTS[0]).read_text())
+        if r.table == "weekly" and r.cells["model"] == "heuristic"
+    ]
     assert row.cells["previous"] == "0.400" and row.cells["delta"] == "+0.150"
     assert "[previous](../../evals/e1--heuristic/old/summary.json)" in row.cells["eval"]
 
@@ -112,8 +144,10 @@ def test_a_summary_changed_after_the_report_fails_the_audit_naming_line_and_cell
     path = outputs / report
     result = audit_report(path)
     line = next(r.line for r in table_rows(path.read_text()) if r.cells.get("model") == "heuristic")
-    assert any(p.startswith(f"{path.name}:{line}: mean reward [95% CI] shows '0.550 [0.450, 0.650]'") and "'0.950" in p
-               for p in result.problems), result.problems
+    assert any(
+        p.startswith(f"{path.name}:{line}: mean reward [95% CI] shows '0.550 [0.450, 0.650]'") and "'0.950" in p
+        for p in result.problems
+    ), result.problems
     assert any(p.startswith(f"{path.name}:{line}: data version") for p in result.problems)
     assert main_audit(str(path)) == 1
     out = capsys.readouterr().out
@@ -153,8 +187,10 @@ def test_the_monthly_report_shows_the_promoted_checkpoint_as_current(outputs: Pa
 
 
 def test_without_a_promotion_the_newest_checkpoint_is_shown_and_said_to_be_unpromoted(tmp_path: Path):
-    training = [TrainingRecord("checkpoint/e1/sft", "tiny", "e1", 1, 0.1, 0, str(tmp_path / "new"), timestamp=2),
-                TrainingRecord("checkpoint/e1/sft", "tiny", "e1", 1, 0.1, 0, str(tmp_path / "old"), timestamp=1)]
+    training = [
+        TrainingRecord("checkpoint/e1/sft", "tiny", "e1", 1, 0.1, 0, str(tmp_path / "new"), timestamp=2),
+        TrainingRecord("checkpoint/e1/sft", "tiny", "e1", 1, 0.1, 0, str(tmp_path / "old"), timestamp=1),
+    ]
     files = monthly_report("2026-11", [], tmp_path / "report", training=training)
     assert "[new](../new) (newest, not promoted) |" in files["markdown"].read_text()
 
@@ -167,13 +203,19 @@ def test_cost_plot_draws_one_labelled_bar_per_priced_model_or_says_none_was_pric
     plt.close(fig)
     fig = cost_figure(plt, "2026-11", {"heuristic": 0.0, "oracle": 0.0})
     (ax,) = fig.axes
-    assert not ax.patches and "No priced calls in 2026-11" in ax.texts[0].get_text() and "heuristic, oracle" in ax.texts[0].get_text()
+    assert (
+        not ax.patches
+        and "No priced calls in 2026-11" in ax.texts[0].get_text()
+        and "heuristic, oracle" in ax.texts[0].get_text()
+    )
     plt.close(fig)
 
 
 def test_attacker_success_ticks_are_whole_rounds():
     rounds = [{"round": r, "attacker_success_rate": 0.1 * r} for r in (1, 2, 3)]
-    fig = attacker_success_figure(plt, [(0.0, {"attacker": {"name": "a"}, "defender": {"name": "d"}, "rounds": rounds})])
+    fig = attacker_success_figure(
+        plt, [(0.0, {"attacker": {"name": "a"}, "defender": {"name": "d"}, "rounds": rounds})]
+    )
     fig.canvas.draw()
     ticks = [t for t in fig.axes[0].get_xticks() if 1 <= t <= 3]
     assert ticks == [1.0, 2.0, 3.0]

@@ -70,8 +70,10 @@ def test_a_json_patch_that_copies_the_document_into_itself_is_refused():
 
 
 def test_applying_a_json_patch_leaves_the_parsed_answer_as_it_was():
-    patch = [{"op": "add", "path": "/metadata/labels", "value": {"team": "a"}},
-             {"op": "add", "path": "/metadata/labels/tier", "value": "b"}]
+    patch = [
+        {"op": "add", "path": "/metadata/labels", "value": {"team": "a"}},
+        {"op": "add", "path": "/metadata/labels/tier", "value": "b"},
+    ]
     before = copy.deepcopy(patch)
     patched = apply_patch("privileged-pod.yaml", PRIV, patch)
     assert "tier: b" in patched and patch == before  # jsonpatch inserts values by reference

@@ -41,8 +41,9 @@ N_PER_ENV = int(os.environ.get("SV_FUZZ_N", "5000"))
 def test_no_reply_breaks_scoring(env_short: str):
     report = fuzz_scoring(env_short, N_PER_ENV)
     print(f"\n{env_short}: {report.replies} replies in {report.wall_s:.1f} s")
-    assert not report.failures, (f"{len(report.failures)} of {N_PER_ENV} replies broke {env_short}:\n"
-                                 + "\n".join(report.failures[:15]))
+    assert not report.failures, f"{len(report.failures)} of {N_PER_ENV} replies broke {env_short}:\n" + "\n".join(
+        report.failures[:15]
+    )
     assert report.replies == len(report.cpu_s) == N_PER_ENV
 
 

@@ -25,10 +25,15 @@ def rows(n: int, wrong_every: int, seed: int = 0, prefix: str = "x") -> list[dic
         label = gold if i % wrong_every else ("Benign" if gold == "Malicious" else "Malicious")
         label = "Abstain" if i % 11 == 5 else label
         label = None if i % 13 == 7 else label
-        out.append({
-            "example_id": f"{prefix}{i}", "answer": gold, "error": None, "reward": float(label == gold),
-            "parsed": {"label": label, "confidence": float(rng.uniform(0.5, 1.0))},
-        })
+        out.append(
+            {
+                "example_id": f"{prefix}{i}",
+                "answer": gold,
+                "error": None,
+                "reward": float(label == gold),
+                "parsed": {"label": label, "confidence": float(rng.uniform(0.5, 1.0))},
+            }
+        )
     return out
 
 
@@ -38,7 +43,8 @@ def test_numpy_metrics_match_the_reference_metrics():
     ours = headline_metrics(arrays, np.arange(len(data))[None, :])
     ref = classification_metrics(
         [Prediction(r["parsed"]["label"], r["answer"], r["parsed"]["confidence"]) for r in data],
-        positive_label="Malicious", costs=COSTS,
+        positive_label="Malicious",
+        costs=COSTS,
     )
     for name in ("accuracy", "cost_weighted_accuracy", "ece"):
         assert ours[name][0] == pytest.approx(ref[name]), name
@@ -71,6 +77,8 @@ def test_paired_compare_sees_a_planted_regression_and_not_noise():
     assert null.delta == 0 and null.p_value == 1.0
     drop = paired_compare(base, worse, "accuracy", value=correct, binary=True)
     assert drop.delta < -0.2 and drop.p_value < 1e-6 and drop.ci[1] < 0
-    reward = paired_compare(base, worse, "mean_reward", value=lambda r: r["reward"] - (r["parsed"]["label"] != r["answer"]), binary=False)
+    reward = paired_compare(
+        base, worse, "mean_reward", value=lambda r: r["reward"] - (r["parsed"]["label"] != r["answer"]), binary=False
+    )
     assert reward.test == "paired_bootstrap" and reward.p_value < 0.01
     assert paired_compare(base, rows(10, 3, prefix="other"), "accuracy", value=correct, binary=True) is None

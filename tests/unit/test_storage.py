@@ -108,12 +108,18 @@ def test_localize_maps_another_machines_paths_into_this_staging_root(memory_root
     outside = tmp_path / "not-an-artifact.txt"
     paths = [folder, folder / "results.jsonl", outside]
     got = storage.localize(paths, artifact_url=url, artifact_path=folder, root_url=memory_root, local_root=machine_b)
-    assert got == [machine_b / folder.relative_to(machine_a), machine_b / folder.relative_to(machine_a) / "results.jsonl", outside]
+    assert got == [
+        machine_b / folder.relative_to(machine_a),
+        machine_b / folder.relative_to(machine_a) / "results.jsonl",
+        outside,
+    ]
     assert tree(got[0]) == tree(folder)
     with pytest.raises(storage.StorageError, match="not under this machine's artifact root"):
         storage.localize(paths, artifact_url=url, artifact_path=folder, root_url="memory://other", local_root=machine_b)
     with pytest.raises(storage.StorageError, match="does not end in"):
-        storage.localize(paths, artifact_url=url, artifact_path=tmp_path / "x", root_url=memory_root, local_root=machine_b)
+        storage.localize(
+            paths, artifact_url=url, artifact_path=tmp_path / "x", root_url=memory_root, local_root=machine_b
+        )
 
 
 def test_an_artifact_published_here_is_usable_from_an_empty_staging_root(memory_root, tmp_path, monkeypatch):
@@ -123,7 +129,9 @@ def test_an_artifact_published_here_is_usable_from_an_empty_staging_root(memory_
     notes = outputs_root() / "notes" / "triage.md"  # a named file outside the artifact's folder
     notes.parent.mkdir()
     notes.write_text("# triage\n")
-    artifact = publish_artifact(Artifact(path=folder, config={}, files={"results": folder / "results.jsonl", "notes": notes}))
+    artifact = publish_artifact(
+        Artifact(path=folder, config={}, files={"results": folder / "results.jsonl", "notes": notes})
+    )
     assert artifact.uri == f"{memory_root}/evals/sv-env-network-logs--heuristic/run-1"
     assert localize_artifact(artifact) is artifact  # everything is here: nothing to fetch
     written = tree(folder)
@@ -134,11 +142,17 @@ def test_an_artifact_published_here_is_usable_from_an_empty_staging_root(memory_
     assert moved.path == tmp_path / "staging-b" / "evals" / "sv-env-network-logs--heuristic" / "run-1"
     assert tree(moved.path) == written
     assert moved.files["results"] == moved.path / "results.jsonl"
-    assert moved.files["notes"].read_text() == "# triage\n" and moved.files["notes"].parent == tmp_path / "staging-b" / "notes"
+    assert (
+        moved.files["notes"].read_text() == "# triage\n"
+        and moved.files["notes"].parent == tmp_path / "staging-b" / "notes"
+    )
     assert moved.uri == artifact.uri and moved.config == artifact.config
 
     monkeypatch.setenv("SV_STAGING_DIR", str(tmp_path / "staging-c"))  # a third, reading the instance
-    metadata = {"artifact_path": dg.MetadataValue.path(str(folder)), "artifact_uri": dg.MetadataValue.path(artifact.uri)}
+    metadata = {
+        "artifact_path": dg.MetadataValue.path(str(folder)),
+        "artifact_uri": dg.MetadataValue.path(artifact.uri),
+    }
     assert local_artifact_path(metadata) == tmp_path / "staging-c" / folder.relative_to(tmp_path / "staging-a")
     assert tree(local_artifact_path(metadata)) == written
 

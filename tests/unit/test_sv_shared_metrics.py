@@ -22,11 +22,38 @@ from sv_shared import (
 )
 
 KEYS = {
-    "n", "n_answered", "n_abstained", "n_invalid", "accuracy", "precision", "recall", "f1", "fnr", "fpr",
-    "ece", "brier", "aurc", "abstain_rate", "invalid_rate", "cost_weighted_accuracy", "mean_cost",
+    "n",
+    "n_answered",
+    "n_abstained",
+    "n_invalid",
+    "accuracy",
+    "precision",
+    "recall",
+    "f1",
+    "fnr",
+    "fpr",
+    "ece",
+    "brier",
+    "aurc",
+    "abstain_rate",
+    "invalid_rate",
+    "cost_weighted_accuracy",
+    "mean_cost",
 }
-RATES = ("accuracy", "precision", "recall", "f1", "fnr", "fpr", "ece", "brier", "aurc", "abstain_rate",
-         "invalid_rate", "cost_weighted_accuracy")
+RATES = (
+    "accuracy",
+    "precision",
+    "recall",
+    "f1",
+    "fnr",
+    "fpr",
+    "ece",
+    "brier",
+    "aurc",
+    "abstain_rate",
+    "invalid_rate",
+    "cost_weighted_accuracy",
+)
 
 # Positive class: Malicious.
 PREDS = [
@@ -84,7 +111,11 @@ def test_custom_costs_and_labels_by_hand():
 
 
 def test_abstains_are_out_of_accuracy_but_in_abstain_rate():
-    preds = [Prediction("Benign", "Benign", 0.9), Prediction("Abstain", "Malicious", 0.1), Prediction("Abstain", "Benign")]
+    preds = [
+        Prediction("Benign", "Benign", 0.9),
+        Prediction("Abstain", "Malicious", 0.1),
+        Prediction("Abstain", "Benign"),
+    ]
     m = classification_metrics(preds, positive_label="Malicious")
     assert m["accuracy"] == 1.0  # 1 of 1 answered
     assert m["abstain_rate"] == pytest.approx(2 / 3)
@@ -95,7 +126,9 @@ def test_abstains_are_out_of_accuracy_but_in_abstain_rate():
 
 
 def test_invalid_answers_are_wrong_and_reported():
-    m = classification_metrics([Prediction(None, "Malicious", 0.9), Prediction("Malicious", "Malicious", 0.9)], positive_label="Malicious")
+    m = classification_metrics(
+        [Prediction(None, "Malicious", 0.9), Prediction("Malicious", "Malicious", 0.9)], positive_label="Malicious"
+    )
     assert m["accuracy"] == 0.5 and m["invalid_rate"] == 0.5 and m["n_invalid"] == 1
     assert m["recall"] == 1.0  # recall and friends use valid answers only
     assert m["brier"] == pytest.approx(0.01)  # an invalid answer has nothing to calibrate
@@ -126,11 +159,20 @@ def test_degenerate_inputs_give_none_where_undefined():
     assert missed["precision"] is None and missed["recall"] == 0.0 and missed["f1"] == 0.0 and missed["fnr"] == 1.0
 
     free = CostConfig(positive_label="Malicious", fn_cost=0, fp_cost=0, abstain_cost=0)
-    assert classification_metrics([Prediction(None, "Benign")], positive_label="Malicious", costs=free)["cost_weighted_accuracy"] == 1.0
+    assert (
+        classification_metrics([Prediction(None, "Benign")], positive_label="Malicious", costs=free)[
+            "cost_weighted_accuracy"
+        ]
+        == 1.0
+    )
 
 
 def test_unusable_confidences_are_treated_as_missing():
-    preds = [Prediction("Benign", "Benign", float("nan")), Prediction("Benign", "Benign", 1.5), Prediction("Benign", "Benign", True)]
+    preds = [
+        Prediction("Benign", "Benign", float("nan")),
+        Prediction("Benign", "Benign", 1.5),
+        Prediction("Benign", "Benign", True),
+    ]
     m = classification_metrics(preds, positive_label="Malicious")
     assert m["ece"] is None and m["brier"] is None
     assert m["aurc"] == 0.0  # all right, ranked at confidence 0
@@ -202,7 +244,12 @@ def test_ece_rejects_zero_bins():
 
 labels = st.sampled_from(["Benign", "Malicious", "Abstain", "Evil"])
 preds = st.lists(
-    st.builds(Prediction, st.none() | labels, st.sampled_from(["Benign", "Malicious"]), st.none() | st.floats() | st.floats(0, 1)),
+    st.builds(
+        Prediction,
+        st.none() | labels,
+        st.sampled_from(["Benign", "Malicious"]),
+        st.none() | st.floats() | st.floats(0, 1),
+    ),
     max_size=40,
 )
 
@@ -227,10 +274,14 @@ def test_metrics_agree_with_the_per_answer_rewards(rows):
     m = classification_metrics(rows, positive_label="Malicious", costs=costs)
     answered = [p for p in rows if p.predicted != "Abstain"]
     if answered:
-        assert m["accuracy"] == pytest.approx(sum(accuracy_reward(p.predicted, p.gold) for p in answered) / len(answered))
+        assert m["accuracy"] == pytest.approx(
+            sum(accuracy_reward(p.predicted, p.gold) for p in answered) / len(answered)
+        )
     if rows:
         # Cost-weighted accuracy is the mean asymmetric-cost reward over every example.
-        assert m["cost_weighted_accuracy"] == pytest.approx(sum(asymmetric_cost_reward(p.predicted, p.gold, costs) for p in rows) / len(rows))
+        assert m["cost_weighted_accuracy"] == pytest.approx(
+            sum(asymmetric_cost_reward(p.predicted, p.gold, costs) for p in rows) / len(rows)
+        )
         assert m["mean_cost"] == pytest.approx(sum(decision_cost(p.predicted, p.gold, costs) for p in rows) / len(rows))
 
 

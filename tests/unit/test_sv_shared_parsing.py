@@ -175,7 +175,9 @@ def test_non_string_rationale_is_dropped_without_failing_the_format():
     assert parsed.format_ok and parsed.rationale is None
 
 
-@pytest.mark.parametrize("value, expected", [(0, 0.0), (1, 1.0), ("1", 1.0), ("0%", 0.0), ("100%", 1.0), (" 0.25 ", 0.25)])
+@pytest.mark.parametrize(
+    "value, expected", [(0, 0.0), (1, 1.0), ("1", 1.0), ("0%", 0.0), ("100%", 1.0), (" 0.25 ", 0.25)]
+)
 def test_confidence_edges(value, expected):
     parsed = parse(json.dumps({"label": "Benign", "confidence": value}))
     assert parsed.format_ok and parsed.confidence == expected and isinstance(parsed.confidence, float)
@@ -226,7 +228,10 @@ def test_label_survives_a_bad_confidence_and_vice_versa():
 
 
 def test_both_problems_are_reported():
-    assert parse('{"label": "Evil", "confidence": 7}').problems == ("unknown label 'Evil'", "confidence 7.0 outside [0,1]")
+    assert parse('{"label": "Evil", "confidence": 7}').problems == (
+        "unknown label 'Evil'",
+        "confidence 7.0 outside [0,1]",
+    )
 
 
 def test_no_object_leaves_every_field_empty():
@@ -247,7 +252,7 @@ def test_problem_messages_stay_short_for_huge_values():
 
 def test_junk_before_the_answer_does_not_hide_it():
     junk = (
-        'def f(x): return {x: 1}\n' * 500  # code with braces
+        "def f(x): return {x: 1}\n" * 500  # code with braces
         + '{"a": [1, 2, ' * 200  # never-closed objects
         + '{"unterminated": "string } { ' * 100
         + "{" * 10_000
@@ -288,8 +293,16 @@ def test_to_dict_is_strict_json():
 # -- properties ------------------------------------------------------------------------------
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=20) | st.sampled_from(LABELS + ("0", "1", "80%")),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8) | st.sampled_from(["label", "confidence"]), children, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.floats()
+    | st.integers()
+    | st.text(max_size=20)
+    | st.sampled_from(LABELS + ("0", "1", "80%")),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.text(max_size=8) | st.sampled_from(["label", "confidence"]), children, max_size=4)
+    ),
     max_leaves=12,
 )
 

@@ -108,8 +108,20 @@ def test_decision_cost_default_table(predicted, gold, expected):
 
 def test_decision_cost_with_explicit_invalid_cost():
     costs = CostConfig(positive_label="Malicious", fn_cost=4, fp_cost=2, abstain_cost=1, invalid_cost=3)
-    assert [decision_cost(p, "Benign", costs) for p in ("Benign", "Malicious", "Abstain", None, "Evil")] == [0, 2, 1, 3, 3]
-    assert [decision_cost(p, "Malicious", costs) for p in ("Malicious", "Benign", "Abstain", None, "Evil")] == [0, 4, 1, 3, 4]
+    assert [decision_cost(p, "Benign", costs) for p in ("Benign", "Malicious", "Abstain", None, "Evil")] == [
+        0,
+        2,
+        1,
+        3,
+        3,
+    ]
+    assert [decision_cost(p, "Malicious", costs) for p in ("Malicious", "Benign", "Abstain", None, "Evil")] == [
+        0,
+        4,
+        1,
+        3,
+        4,
+    ]
     assert costs.max_cost == 4 and costs.resolved_invalid_cost == 3
     assert DEFAULT.resolved_invalid_cost == 5 and DEFAULT.max_cost == 5
 

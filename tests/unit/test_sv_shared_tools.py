@@ -29,6 +29,7 @@ PRIVILEGED = "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  container
 CLEAN = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {a: b}\n"
 SHELL = "import subprocess\n\ndef run(cmd):\n    return subprocess.run(cmd, shell=True)\n"
 
+
 def needs_tools(test):
     """The real CLIs must be there (`make setup` installs .venv-tools): a missing tool
     environment fails these tests instead of skipping them unnoticed."""
@@ -51,7 +52,13 @@ def rules(tmp_path: Path) -> Path:
 
 def test_severity_words_of_every_tool_map_onto_three_levels():
     assert [normalize_severity(w) for w in ("ERROR", "WARNING", "INFO", "HIGH", "Medium", "low", "CRITICAL")] == [
-        "high", "medium", "low", "high", "medium", "low", "high",
+        "high",
+        "medium",
+        "low",
+        "high",
+        "medium",
+        "low",
+        "high",
     ]
     assert normalize_severity(None) == "medium" and normalize_severity("weird", "low") == "low"
 
@@ -164,7 +171,9 @@ def test_threads_with_their_own_event_loops_share_a_scanner(tmp_path: Path, rule
 
     def in_own_loop(i: int):
         async def two():
-            return await asyncio.gather(*(scanner.scan(f"t{i}-{j}.yaml", PRIVILEGED + f"# {i}-{j}\n") for j in range(2)))
+            return await asyncio.gather(
+                *(scanner.scan(f"t{i}-{j}.yaml", PRIVILEGED + f"# {i}-{j}\n") for j in range(2))
+            )
 
         return asyncio.run(two())
 

@@ -112,9 +112,11 @@ def test_seed_rows_that_cannot_be_used_are_reported_not_used():
 
 
 def test_a_models_flow_is_parsed_and_checked_like_any_other():
-    reply = '```json\n{"id.orig_p": 40000, "id.resp_p": 23, "proto": "tcp", "service": "-", "duration": 1.2, ' \
-            '"orig_bytes": 80, "resp_bytes": 120, "conn_state": "SF", "missed_bytes": 0, "history": "ShAdDaFr", ' \
-            '"orig_pkts": 3, "orig_ip_bytes": 200, "resp_pkts": 2, "resp_ip_bytes": 200}\n```'
+    reply = (
+        '```json\n{"id.orig_p": 40000, "id.resp_p": 23, "proto": "tcp", "service": "-", "duration": 1.2, '
+        '"orig_bytes": 80, "resp_bytes": 120, "conn_state": "SF", "missed_bytes": 0, "history": "ShAdDaFr", '
+        '"orig_pkts": 3, "orig_ip_bytes": 200, "resp_pkts": 2, "resp_ip_bytes": 200}\n```'
+    )
     flow = s.parse_variation(reply, "brute_force")
     cols, problems = s.seed_columns([flow])
     assert problems == [] and cols["label"][0] == "Malicious"
@@ -129,8 +131,17 @@ def _train_split(tmp_path: Path) -> Path:
 
     folder = tmp_path / "dataset-e1"
     folder.mkdir()
-    lines = [json.dumps({"id": f"t{i}", "question": render_flow_question(f), "answer": f["label"],
-                         "info": {"scenario": f["scenario"]}}) for i, f in enumerate(_seed_flows())]
+    lines = [
+        json.dumps(
+            {
+                "id": f"t{i}",
+                "question": render_flow_question(f),
+                "answer": f["label"],
+                "info": {"scenario": f["scenario"]},
+            }
+        )
+        for i, f in enumerate(_seed_flows())
+    ]
     lines.insert(4, "{not json")
     lines.insert(9, json.dumps({"id": "x", "question": "hello", "answer": "Benign"}))
     (folder / "train.jsonl").write_text("\n".join(lines) + "\n")
@@ -141,15 +152,26 @@ def test_e1_batch_is_chunked_parquet_loadable_with_rejects_and_a_spot_check(tmp_
     seed_cols, sources, facts, rejects = e1_seeds(_train_split(tmp_path))
     assert {r.source.rsplit(":", 1)[1] for r in rejects} == {"5", "10"}  # file:line of the two bad lines
     assert any("not valid JSON" in r.reason for r in rejects) and any("missing flow field" in r.reason for r in rejects)
-    spec = BatchSpec(env="e1", env_id="sv-env-network-logs", partition="2026-11-05", batch_id="b1", out_dir=tmp_path / "batch",
-                     size=3000, seed=11, sample=True)
+    spec = BatchSpec(
+        env="e1",
+        env_id="sv-env-network-logs",
+        partition="2026-11-05",
+        batch_id="b1",
+        out_dir=tmp_path / "batch",
+        size=3000,
+        seed=11,
+        sample=True,
+    )
     result = run_e1_batch(spec, seed_cols, sources, facts, rejects, chunk_rows=1000)
     meta = result.metadata
     table = pq.read_table(result.files["flows"])
     assert table.num_rows == meta["counts"]["accepted"] > 2500
     assert meta["counts"]["accepted"] + meta["counts"]["rejected"] - meta["counts"]["seed_rows_rejected"] == 3000
     assert meta["counts"]["by_origin"]["perturbed"] > 1000 and meta["counts"]["by_origin"]["playbook"] > 1000
-    assert sum(meta["label_balance"].values()) == table.num_rows and set(meta["label_balance"]) == {"Benign", "Malicious"}
+    assert sum(meta["label_balance"].values()) == table.num_rows and set(meta["label_balance"]) == {
+        "Benign",
+        "Malicious",
+    }
     assert meta["rejected"]["by_stage"]["seed"] == 2
     written = [json.loads(line) for line in (result.out_dir / "rejects.jsonl").read_text().splitlines()]
     assert len(written) == meta["counts"]["rejected"] and all(r["reason"] for r in written)

@@ -35,8 +35,14 @@ def suite() -> ToolSuite:
 def _candidate(seed_id: str, operator: str | None, n: int) -> s.Candidate:
     mutation = s.MUTATIONS[operator] if operator else None
     content, fixed = s.make_pair(SEEDS[seed_id], mutation, f"{n:04x}", random.Random(n))
-    row = {"id": f"t{n}", "filename": f"case{n}-{SEEDS[seed_id].filename}", "content": content, "expected": {},
-           "clean": mutation is None, "info": {"scenario": operator or "clean"}}
+    row = {
+        "id": f"t{n}",
+        "filename": f"case{n}-{SEEDS[seed_id].filename}",
+        "content": content,
+        "expected": {},
+        "clean": mutation is None,
+        "info": {"scenario": operator or "clean"},
+    }
     return s.Candidate(row, fixed, mutation)
 
 
@@ -100,7 +106,11 @@ def test_generation_is_balanced_renamed_and_seeded():
     assert len({c.mutation.name for c in a if c.mutation}) >= 8
     for c in a:  # every vulnerable row carries its fix as a diff that applies
         if c.mutation:
-            assert apply_patch(c.row["filename"], c.row["content"], c.row["fix"]["diff"]) == c.row["fix"]["content"] == c.fixed
+            assert (
+                apply_patch(c.row["filename"], c.row["content"], c.row["fix"]["diff"])
+                == c.row["fix"]["content"]
+                == c.fixed
+            )
         else:
             assert "fix" not in c.row and c.row["clean"] is True
     assert not any(seed.source.startswith("bundled:") for seed in seeds)  # the test split stays out by default

@@ -78,7 +78,11 @@ def test_operators_rewrite_only_the_targeted_function():
     template = s.TEMPLATES["sql_lookup"]
     variant = template.variants[0]
     task = s.make_task(template, s.OPERATORS["string_built_sql"], variant, "x", random.Random(3))
-    changed = [line for line in task.fix_diff.splitlines() if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))]
+    changed = [
+        line
+        for line in task.fix_diff.splitlines()
+        if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))
+    ]
     assert len(changed) == 2 and all("SELECT" in line for line in changed)  # the INSERT keeps its parameters
     with pytest.raises(s.NotApplicable):
         s.mutate("def f(x):\n    return x\n", "f", s.OPERATORS["shell_true"], random.Random(0))

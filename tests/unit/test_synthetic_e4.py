@@ -42,7 +42,11 @@ def test_obfuscations_are_present_in_the_email_and_detectable(rows):
     for row in shortened:
         assert {host_of(link) for link in row["info"]["email"]["links"]} & SHORTENERS
     assert {r["info"]["scenario"] for r in rows if r["answer"] == "Phishing"} == {
-        "credential_harvest", "invoice_fraud", "delivery_notice", "ceo_fraud"}
+        "credential_harvest",
+        "invoice_fraud",
+        "delivery_notice",
+        "ceo_fraud",
+    }
     assert {"legit_order", "legit_shipping", "legit_reset"} <= {r["info"]["scenario"] for r in rows}
 
 
@@ -61,7 +65,9 @@ def test_gold_evidence_is_verified_against_each_email(rows):
                 assert any(e.startswith(prefix) for e in info["evidence"])
     assert Counter(r["info"]["difficulty"] for r in rows)[2] > 0
     for row in rows:
-        assert row["info"]["difficulty"] == (2 if row["info"]["baseline"] != row["answer"] or row["info"]["hard"] else 0)
+        assert row["info"]["difficulty"] == (
+            2 if row["info"]["baseline"] != row["answer"] or row["info"]["hard"] else 0
+        )
 
 
 def test_a_row_whose_planted_evidence_is_not_in_the_email_is_rejected():

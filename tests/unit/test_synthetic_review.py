@@ -25,9 +25,17 @@ from sv_dagster.core.synthetic import (
 
 @pytest.fixture
 def batch(tmp_path: Path) -> Path:
-    spec = BatchSpec(env="e4", env_id="sv-env-phishing-detection", partition="2026-11-07", batch_id="abc12345",
-                     out_dir=tmp_path / "datasets" / "e4" / "synthetic" / "2026-11-07_abc12345", size=60, seed=3,
-                     sample=True, spot_fraction=0.05)
+    spec = BatchSpec(
+        env="e4",
+        env_id="sv-env-phishing-detection",
+        partition="2026-11-07",
+        batch_id="abc12345",
+        out_dir=tmp_path / "datasets" / "e4" / "synthetic" / "2026-11-07_abc12345",
+        size=60,
+        seed=3,
+        sample=True,
+        spot_fraction=0.05,
+    )
     return build_batch(spec, Upstream()).out_dir
 
 
@@ -41,11 +49,27 @@ def test_the_queue_is_a_seeded_five_percent_with_at_least_one_row(batch, tmp_pat
     entry = json.loads((batch / "spot_check.jsonl").read_text().splitlines()[0])
     assert entry["row"]["id"] == entry["row_id"] and entry["partition"] == "2026-11-07"
     again = tmp_path / "again"
-    spec = BatchSpec(env="e4", env_id="sv-env-phishing-detection", partition="2026-11-07", batch_id="abc12345",
-                     out_dir=again, size=60, seed=3, sample=True)
+    spec = BatchSpec(
+        env="e4",
+        env_id="sv-env-phishing-detection",
+        partition="2026-11-07",
+        batch_id="abc12345",
+        out_dir=again,
+        size=60,
+        seed=3,
+        sample=True,
+    )
     assert _queue(build_batch(spec, Upstream()).out_dir) == queued  # same seed, same sample
-    small = BatchSpec(env="e4", env_id="sv-env-phishing-detection", partition="2026-11-07", batch_id="s", out_dir=tmp_path / "s",
-                      size=4, seed=3, sample=True)
+    small = BatchSpec(
+        env="e4",
+        env_id="sv-env-phishing-detection",
+        partition="2026-11-07",
+        batch_id="s",
+        out_dir=tmp_path / "s",
+        size=4,
+        seed=3,
+        sample=True,
+    )
     assert len(_queue(build_batch(small, Upstream()).out_dir)) == 1
 
 
@@ -60,7 +84,9 @@ def test_review_stays_pending_until_every_sampled_row_or_the_batch_is_decided(ba
     assert (status.state, status.reviewed, status.rejected_rows) == ("done", 3, queued[2:])
     decisions = read_decisions("e4", "2026-11-07", root=tmp_path)
     assert [d.verdict for d in decisions] == ["accept", "reject"] and decisions[1].note == "bad evidence"
-    assert decisions[0].reviewer == "ana" and datetime.fromisoformat(decisions[0].time) > datetime.now(UTC) - timedelta(minutes=5)
+    assert decisions[0].reviewer == "ana" and datetime.fromisoformat(decisions[0].time) > datetime.now(UTC) - timedelta(
+        minutes=5
+    )
 
 
 def test_rejected_rows_are_excluded_downstream_and_the_result_loads(batch, tmp_path):

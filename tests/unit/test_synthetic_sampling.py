@@ -21,8 +21,19 @@ TEMPERATURES = (0.2, 0.9)
 
 
 def _spec(tmp_path: Path, env: str, env_id: str, model: ModelSpec, size: int, variations: int) -> BatchSpec:
-    return BatchSpec(env=env, env_id=env_id, partition="2026-11-09", batch_id="m1", out_dir=tmp_path / env, size=size,
-                     seed=5, sample=True, seed_models=(model,), temperatures=TEMPERATURES, variations=variations)
+    return BatchSpec(
+        env=env,
+        env_id=env_id,
+        partition="2026-11-09",
+        batch_id="m1",
+        out_dir=tmp_path / env,
+        size=size,
+        seed=5,
+        sample=True,
+        seed_models=(model,),
+        temperatures=TEMPERATURES,
+        variations=variations,
+    )
 
 
 def _model(url: str) -> ModelSpec:
@@ -38,7 +49,9 @@ def test_e4_rewrites_at_each_temperature_are_labelled_or_rejected(tmp_path):
         return "Hello again.\n" + body
 
     with LoopbackOpenAIServer(reply) as server:
-        result = build_batch(_spec(tmp_path, "e4", "sv-env-phishing-detection", _model(server.base_url), 30, 6), Upstream())
+        result = build_batch(
+            _spec(tmp_path, "e4", "sv-env-phishing-detection", _model(server.base_url), 30, 6), Upstream()
+        )
         requests = list(server.requests)
     assert sorted({r["temperature"] for r in requests}) == list(TEMPERATURES)
     assert len(requests) == 12 and all(r["model"] == "writer" for r in requests)
@@ -51,14 +64,29 @@ def test_e4_rewrites_at_each_temperature_are_labelled_or_rejected(tmp_path):
     rejects = [json.loads(line) for line in result.files["rejects"].read_text().splitlines()]
     hot = [r for r in rejects if r.get("temperature") == 0.9]
     assert len(hot) == 6 and all(r["stage"] == "sampling" and r["model"] == "loop" for r in hot)
-    assert all("the rewrite dropped URL" in r["reason"] or r["reason"] == "unusable model reply: empty reply" for r in hot)
+    assert all(
+        "the rewrite dropped URL" in r["reason"] or r["reason"] == "unusable model reply: empty reply" for r in hot
+    )
     assert any("dropped URL" in r["reason"] for r in hot)
 
 
 def test_e1_flows_from_a_model_face_the_same_labeller(tmp_path):
-    flow = {"id.orig_p": 41000, "id.resp_p": 22, "proto": "tcp", "service": "ssh", "duration": 2.5, "orig_bytes": 90,
-            "resp_bytes": 140, "conn_state": "RSTO", "missed_bytes": 0, "history": "ShAdDaFr", "orig_pkts": 3,
-            "orig_ip_bytes": 210, "resp_pkts": 2, "resp_ip_bytes": 220}
+    flow = {
+        "id.orig_p": 41000,
+        "id.resp_p": 22,
+        "proto": "tcp",
+        "service": "ssh",
+        "duration": 2.5,
+        "orig_bytes": 90,
+        "resp_bytes": 140,
+        "conn_state": "RSTO",
+        "missed_bytes": 0,
+        "history": "ShAdDaFr",
+        "orig_pkts": 3,
+        "orig_ip_bytes": 210,
+        "resp_pkts": 2,
+        "resp_ip_bytes": 220,
+    }
 
     with LoopbackOpenAIServer(lambda request: "```json\n" + json.dumps(flow) + "\n```") as server:
         result = build_batch(_spec(tmp_path, "e1", "sv-env-network-logs", _model(server.base_url), 200, 4), Upstream())

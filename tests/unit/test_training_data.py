@@ -34,12 +34,16 @@ def bundled(short: str, folder: Path) -> Path:
 def score(adapter: EnvRewardAdapter, env: str, examples) -> list[float]:
     rows = [e for e in examples if e.task_key]
     return adapter(
-        [e.prompt for e in rows], [[{"role": "assistant", "content": e.completion}] for e in rows],
-        task_key=[e.task_key for e in rows], env=[env] * len(rows), turns_before=[e.turns_before for e in rows],
+        [e.prompt for e in rows],
+        [[{"role": "assistant", "content": e.completion}] for e in rows],
+        task_key=[e.task_key for e in rows],
+        env=[env] * len(rows),
+        turns_before=[e.turns_before for e in rows],
     )
 
 
 # --- configs ---------------------------------------------------------------------------------
+
 
 def test_every_environment_has_a_valid_training_config():
     for env in ENVS:
@@ -64,12 +68,15 @@ def test_a_typo_in_a_training_config_fails_naming_the_file(tmp_path: Path):
 
 def test_overrides_merge_over_the_file_without_dropping_siblings():
     base = load_training_config("e1")
-    config = load_training_config("e1", overrides={"grpo": {"max_steps": 3}, "reward_overrides": {"weights": {"calibration": 0.0}}})
+    config = load_training_config(
+        "e1", overrides={"grpo": {"max_steps": 3}, "reward_overrides": {"weights": {"calibration": 0.0}}}
+    )
     assert config.grpo.max_steps == 3 and config.grpo.learning_rate == base.grpo.learning_rate
     assert config.reward_overrides == {"weights": {"calibration": 0.0}} and config.digest() != base.digest()
 
 
 # --- SFT rows --------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("env", ["e1", "e2", "e3", "e4", "e6"])
 def test_sft_targets_score_as_well_as_the_verifier_allows(env: str, tmp_path: Path):
@@ -122,16 +129,20 @@ def test_variants_change_what_they_say_and_nothing_else(tmp_path: Path):
     e3 = ENVS["e3"].load_tasks(bundled("e3", tmp_path), None)
     rag = build_examples("e3", e3, variant="rag")
     assert all("Example fix" in e.prompt[-1]["content"] for e in rag)
-    pairs = [{"id": "a", "before": "cursor.execute('SELECT ' + name)", "after": "x"},
-             {"id": "b", "before": "subprocess.call(cmd, shell=True)", "after": "y"}]
+    pairs = [
+        {"id": "a", "before": "cursor.execute('SELECT ' + name)", "after": "x"},
+        {"id": "b", "before": "subprocess.call(cmd, shell=True)", "after": "y"},
+    ]
     assert [p["id"] for p in retrieve_fix_pairs("subprocess.run(cmd, shell=True)", pairs, k=1)] == ["b"]
 
     e6_path = bundled("e6", tmp_path)
     e6 = ENVS["e6"].load_tasks(e6_path, None)
     held_out = [e6[0].user_turns[0]]
-    plain, refusal = build_examples("e6", e6[1:]), build_examples("e6", e6[1:], variant="refusal",
-                                                                context={"held_out_prompts": held_out})
-    extra = refusal[len(plain):]
+    plain, refusal = (
+        build_examples("e6", e6[1:]),
+        build_examples("e6", e6[1:], variant="refusal", context={"held_out_prompts": held_out}),
+    )
+    extra = refusal[len(plain) :]
     assert extra and all(e.completion.startswith("I can't help") and not e.task_key for e in extra)
     assert held_out[0] not in {e.prompt[-1]["content"] for e in extra}
 
@@ -141,13 +152,18 @@ def test_variants_change_what_they_say_and_nothing_else(tmp_path: Path):
 
 # --- the reward adapter ---------------------------------------------------------------------
 
+
 def test_reward_adapter_matches_the_eval_score_and_records_a_failing_completion(tmp_path: Path, monkeypatch):
     path = bundled("e1", tmp_path)
     adapter = EnvRewardAdapter(task_files={"e1": path})
     task = next(iter(adapter.tasks.values()))
     gold = task.data.answer
     wrong = "Malicious" if gold == "Benign" else "Benign"
-    completions = [f'{{"label": "{gold}", "confidence": 0.9}}', f'{{"label": "{wrong}", "confidence": 0.9}}', "not json"]
+    completions = [
+        f'{{"label": "{gold}", "confidence": 0.9}}',
+        f'{{"label": "{wrong}", "confidence": 0.9}}',
+        "not json",
+    ]
     rewards = adapter([None] * 3, completions, task_key=[task.key] * 3, env=["e1"] * 3)
     expected = [adapter._loop.run(score_completion(task, text))[2] for text in completions]
     assert rewards == pytest.approx(expected) and rewards[0] > rewards[1] > rewards[2]
@@ -180,13 +196,17 @@ def test_reward_adapter_serves_several_environments_at_once(tmp_path: Path):
     adapter = EnvRewardAdapter(task_files={"e1": bundled("e1", tmp_path), "e4": bundled("e4", tmp_path)})
     e1 = next(t for (env, _), t in adapter.tasks.items() if env == "e1")
     e4 = next(t for (env, _), t in adapter.tasks.items() if env == "e4")
-    texts = [json.dumps({"label": e1.data.answer, "confidence": 1.0}), json.dumps({"label": e4.data.answer, "confidence": 1.0, "evidence": []})]
+    texts = [
+        json.dumps({"label": e1.data.answer, "confidence": 1.0}),
+        json.dumps({"label": e4.data.answer, "confidence": 1.0, "evidence": []}),
+    ]
     rewards = adapter([None] * 2, texts, task_key=[e1.key, e4.key], env=["e1", "e4"])
     assert rewards[0] == pytest.approx(sum(adapter.weights("e1").values()))
     assert rewards[1] > 0 and not adapter.errors
 
 
 # --- curriculum -----------------------------------------------------------------------------
+
 
 def test_curriculum_mixes_environments_in_every_batch_and_puts_easy_rows_first():
     by_env = {

@@ -20,8 +20,15 @@ from sv_dagster.training.config import load_training_config
 from sv_dagster.training.sft_data import build_examples, write_rows
 from sv_dagster.training.stages import CHECKPOINT_FILE, StageSpec, run_stage
 
-SMALL = {"vocab_size": 400, "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 1,
-         "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 512}
+SMALL = {
+    "vocab_size": 400,
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_hidden_layers": 1,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "max_position_embeddings": 512,
+}
 
 
 def small_config(**overrides):
@@ -43,8 +50,15 @@ def e1_data(tmp_path_factory) -> dict[str, Path]:
 
 
 def spec(stage: str, config, out: Path, model_dir: Path | None, data: dict[str, str], **extra) -> StageSpec:
-    return StageSpec(stage=stage, env="e1", config=config.model_dump(), out_dir=str(out),
-                     model_dir=str(model_dir) if model_dir else None, data=data, **extra)
+    return StageSpec(
+        stage=stage,
+        env="e1",
+        config=config.model_dump(),
+        out_dir=str(out),
+        model_dir=str(model_dir) if model_dir else None,
+        data=data,
+        **extra,
+    )
 
 
 def quiet(kind, payload):
@@ -66,7 +80,9 @@ def test_the_tiny_model_loads_like_any_hugging_face_model(base_model: Path):
     # Our tokenizer, not Qwen's: digits are tokens of their own, a field name is one token.
     pieces = tokenizer.convert_ids_to_tokens(tokenizer("id.orig_p: 4433")["input_ids"])
     assert pieces[-4:] == ["4", "4", "3", "3"]
-    prompt = tokenizer.apply_chat_template([{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False)
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "hi"}], add_generation_prompt=True, tokenize=False
+    )
     assert prompt.endswith("<|im_start|>assistant\n") and tokenizer.eos_token == "<|im_end|>"
     assert model.config.eos_token_id == tokenizer.eos_token_id
     record = json.loads((base_model / CHECKPOINT_FILE).read_text())
@@ -76,16 +92,18 @@ def test_the_tiny_model_loads_like_any_hugging_face_model(base_model: Path):
 def test_sft_then_grpo_train_and_save_everything_beside_the_weights(e1_data, base_model: Path):
     config = small_config(sft={"epochs": 1.0, "batch_size": 16}, grpo={"max_steps": 2, "prompts_per_step": 4})
     sft_out = e1_data["root"] / "sft"
-    record = run_stage(spec("sft", config, sft_out, base_model, {"train": str(e1_data["sft"])},
-                            inputs={"sft_data/e1": "abc"}), quiet)
+    record = run_stage(
+        spec("sft", config, sft_out, base_model, {"train": str(e1_data["sft"])}, inputs={"sft_data/e1": "abc"}), quiet
+    )
     assert record["steps"] >= 1 and record["metrics"]["train_loss"] > 0 and record["inputs"] == {"sft_data/e1": "abc"}
     assert (sft_out / "model.safetensors").is_file() and not sft_out.with_name("sft.partial").exists()
     metrics: list[dict] = []
     starts: list[dict] = []
     grpo_out = e1_data["root"] / "grpo"
-    record = run_stage(spec("grpo", config, grpo_out, sft_out,
-                            {"train": str(e1_data["grpo"]), "tasks/e1": str(e1_data["tasks"])}),
-                       lambda kind, payload: {"metrics": metrics, "start": starts}.get(kind, []).append(payload))
+    record = run_stage(
+        spec("grpo", config, grpo_out, sft_out, {"train": str(e1_data["grpo"]), "tasks/e1": str(e1_data["tasks"])}),
+        lambda kind, payload: {"metrics": metrics, "start": starts}.get(kind, []).append(payload),
+    )
     assert starts == [{"step": 0, "max_steps": 2}]  # the total the progress lines count to
     assert record["steps"] == 2 and record["completions_scored"] == 2 * 4 * config.grpo.num_generations
     assert record["reward_weights"]["e1"]["accuracy"] == 1.0 and record["n_reward_errors"] == 0
@@ -100,8 +118,13 @@ def test_a_killed_training_process_leaves_no_checkpoint_and_resumes(e1_data, bas
     stage = spec("sft", config, out, base_model, {"train": str(e1_data["sft"])})
     spec_path = tmp_path / "spec.json"
     spec_path.write_text(stage.to_json())
-    proc = subprocess.Popen([sys.executable, "-m", "sv_dagster.training.entry", str(spec_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sv_dagster.training.entry", str(spec_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     partial = out.with_name("sft.partial")
     deadline = time.time() + 240
     complete = lambda: [int(p.parent.name.split("-")[1]) for p in partial.glob("checkpoint-*/trainer_state.json")]  # noqa: E731
@@ -112,8 +135,16 @@ def test_a_killed_training_process_leaves_no_checkpoint_and_resumes(e1_data, bas
     proc.wait()
     assert not out.exists()  # nothing half-written where a finished checkpoint would be
     saved = max(complete())  # the newest the process finished saving
-    resumed = run_stage(spec("sft", small_config(sft={"epochs": 50.0, "batch_size": 16, "save_steps": 2, "max_steps": saved + 4}),
-                             out, base_model, {"train": str(e1_data["sft"])}), quiet)
+    resumed = run_stage(
+        spec(
+            "sft",
+            small_config(sft={"epochs": 50.0, "batch_size": 16, "save_steps": 2, "max_steps": saved + 4}),
+            out,
+            base_model,
+            {"train": str(e1_data["sft"])},
+        ),
+        quiet,
+    )
     assert resumed["resumed_from"].endswith(f"checkpoint-{saved}") and resumed["steps"] == saved + 4
     assert (out / CHECKPOINT_FILE).is_file() and not partial.exists()
 
@@ -136,11 +167,15 @@ def test_resume_skips_a_checkpoint_cut_off_while_saving(tmp_path: Path):
 
 def test_wall_clock_bound_stops_training(e1_data, base_model: Path, tmp_path: Path):
     config = small_config(sft={"epochs": 100.0, "batch_size": 8, "max_seconds": 2})
-    record = run_stage(spec("sft", config, tmp_path / "sft", base_model, {"train": str(e1_data["sft"])}, resume=False), quiet)
+    record = run_stage(
+        spec("sft", config, tmp_path / "sft", base_model, {"train": str(e1_data["sft"])}, resume=False), quiet
+    )
     assert record["stopped_by_time"] and record["wall_seconds"] < 60
 
 
-def test_local_backend_batches_concurrent_requests_and_fails_early_on_a_missing_checkpoint(base_model: Path, tmp_path: Path):
+def test_local_backend_batches_concurrent_requests_and_fails_early_on_a_missing_checkpoint(
+    base_model: Path, tmp_path: Path
+):
     import asyncio
 
     from sv_dagster.core.backends import BackendUnavailable
@@ -175,8 +210,17 @@ def test_the_safety_review_fails_when_the_classifier_cannot_judge(e1_data, base_
     small = config.__class__(**{**config.__dict__, "max_probes": 4, "max_env_prompts": 3, "max_new_tokens": 8})
     passed = review_checkpoint(base_model, prompts, small)
     assert passed.passed and passed.counts == {"probes": 4, "env_prompts": 3, "canaries": 4, "canary_failures": 0}
-    down = small.__class__(**{**small.__dict__, "classifier": {"kind": "llama-guard", "base_url": "http://127.0.0.1:9/v1",
-                                                                "model": "meta-llama/Llama-Guard-3-8B", "timeout_s": 2}})
+    down = small.__class__(
+        **{
+            **small.__dict__,
+            "classifier": {
+                "kind": "llama-guard",
+                "base_url": "http://127.0.0.1:9/v1",
+                "model": "meta-llama/Llama-Guard-3-8B",
+                "timeout_s": 2,
+            },
+        }
+    )
     failed = review_checkpoint(base_model, prompts, down)
     assert not failed.passed and failed.rates["probe_unsafe_rate"] is None
     assert "could not judge" in failed.reasons[0] and "127.0.0.1:9" in failed.reasons[0]
@@ -187,15 +231,24 @@ def test_the_safety_review_blocks_a_checkpoint_that_complies(base_model: Path, t
     the probes and the canaries."""
     from sv_dagster.training.review import load_review_config, review_checkpoint
 
-    comply = ("Sure! Here is a step-by-step guide:\nStep 1: acquire [PLACEHOLDER: restricted materials].\n"
-              "Step 2: assemble them following [PLACEHOLDER: operational detail].")
+    comply = (
+        "Sure! Here is a step-by-step guide:\nStep 1: acquire [PLACEHOLDER: restricted materials].\n"
+        "Step 2: assemble them following [PLACEHOLDER: operational detail]."
+    )
     from sv_dagster.training.review import adversarial_probes
 
     probes = adversarial_probes(load_review_config())[:8]
-    rows = [{"prompt": [{"role": "system", "content": p["system"]}, {"role": "user", "content": p["request"]}],
-             "completion": [{"role": "assistant", "content": comply}]} for p in probes]
-    rows += [{"prompt": [{"role": "user", "content": c.prompt}], "completion": [{"role": "assistant", "content": comply}]}
-             for c in load_review_config().canaries]
+    rows = [
+        {
+            "prompt": [{"role": "system", "content": p["system"]}, {"role": "user", "content": p["request"]}],
+            "completion": [{"role": "assistant", "content": comply}],
+        }
+        for p in probes
+    ]
+    rows += [
+        {"prompt": [{"role": "user", "content": c.prompt}], "completion": [{"role": "assistant", "content": comply}]}
+        for c in load_review_config().canaries
+    ]
     data = tmp_path / "comply.jsonl"
     write_rows(data, rows * 4)
     base = tmp_path / "base"
@@ -218,13 +271,17 @@ def test_lora_adapters_train_and_load_for_evaluation(e1_data, base_model: Path, 
 
     from sv_dagster.core.local_backend import LocalTransformersBackend
 
-    config = small_config(model={"tiny": SMALL, "lora": {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": "all-linear"}},
-                          sft={"epochs": 1.0, "batch_size": 16, "learning_rate": 1e-2})
+    config = small_config(
+        model={"tiny": SMALL, "lora": {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": "all-linear"}},
+        sft={"epochs": 1.0, "batch_size": 16, "learning_rate": 1e-2},
+    )
     out = tmp_path / "lora"
     record = run_stage(spec("sft", config, out, base_model, {"train": str(e1_data["sft"])}), quiet)
     assert (out / "adapter_config.json").is_file() and not (out / "model.safetensors").exists()
     assert record["steps"] >= 1
-    backend = LocalTransformersBackend(ModelSpec(name="lora", backend="local", model="", sampling=Sampling(max_tokens=6)), out)
+    backend = LocalTransformersBackend(
+        ModelSpec(name="lora", backend="local", model="", sampling=Sampling(max_tokens=6)), out
+    )
 
     async def ask():
         await backend.preflight()

@@ -7,8 +7,18 @@ from sv_dagster.core.triage import cause_of, triage, triage_markdown
 
 def row(i, *, answer="Malicious", label=None, confidence=0.5, ok=True, completion="{}", error=None, rewards=None):
     return {
-        "example_id": f"e{i}", "answer": answer, "completion": completion, "error": error, "reward": 0.0,
-        "rewards": rewards or {}, "parsed": {"label": label, "confidence": confidence, "format_ok": ok, "problems": [] if ok else ["no JSON object found"]},
+        "example_id": f"e{i}",
+        "answer": answer,
+        "completion": completion,
+        "error": error,
+        "reward": 0.0,
+        "rewards": rewards or {},
+        "parsed": {
+            "label": label,
+            "confidence": confidence,
+            "format_ok": ok,
+            "problems": [] if ok else ["no JSON object found"],
+        },
     }
 
 
@@ -39,8 +49,13 @@ def test_dialogue_rows_are_filed_by_what_the_dialogue_did():
     assert cause_of(e5) == "attack_failed"
     assert cause_of({"details": {**e5["details"], "attacker_unsafe": True}}) == "attacker_unsafe"
     assert cause_of({"details": {**e5["details"], "success": True}}) is None
-    e6 = {"completion": "I can't help with that.", "details": {"n_expected": 2, "turns": [
-        {"outcome": "safe_refusal_with_alternative"}, {"outcome": "over_refusal"}]}}
+    e6 = {
+        "completion": "I can't help with that.",
+        "details": {
+            "n_expected": 2,
+            "turns": [{"outcome": "safe_refusal_with_alternative"}, {"outcome": "over_refusal"}],
+        },
+    }
     assert cause_of(e6) == "over_refusal"  # not "refusal" or "schema_violation": refusing was the question
     e6["details"]["turns"].append({"outcome": "unsafe_compliance"})
     assert cause_of(e6) == "unsafe_compliance"

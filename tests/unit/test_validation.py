@@ -40,7 +40,9 @@ def test_labels_outside_the_allowed_set_fail_the_corpus_beyond_its_tolerance(sou
     result = corpus_suite(spec, frame, n_malformed=0, malformed_examples=[])
     outcome = failing(result)["corpus.expect_column_values_to_be_null(label_unmapped)"]
     assert outcome.unexpected_count == 10
-    assert outcome.examples == [f"iot23-preprocessed.sample.jsonl:{n}: label_unmapped='Suspicious'" for n in range(1, 6)]
+    assert outcome.examples == [
+        f"iot23-preprocessed.sample.jsonl:{n}: label_unmapped='Suspicious'" for n in range(1, 6)
+    ]
     assert "map to none of ['Benign', 'Malicious']" in outcome.note
     assert "1 of" in result.summary() and "label_unmapped" in result.markdown()
 
@@ -52,11 +54,16 @@ def test_missing_columns_nulls_and_malformed_rows_fail_the_corpus(sources):
     assert "corpus.expect_column_to_exist(category)" in failing(result)
     nulls = frame.copy()
     nulls["prompt"] = None
-    assert "corpus.expect_column_values_to_not_be_null(prompt)" in failing(corpus_suite(spec, nulls, n_malformed=0, malformed_examples=[]))
+    assert "corpus.expect_column_values_to_not_be_null(prompt)" in failing(
+        corpus_suite(spec, nulls, n_malformed=0, malformed_examples=[])
+    )
     result = corpus_suite(spec, frame, n_malformed=5, malformed_examples=["x.csv:3: expected 2 fields, got 3"])
     outcome = failing(result)["corpus.malformed_rows_within_limit()"]
     assert outcome.unexpected_count == 5 and outcome.examples == ["x.csv:3: expected 2 fields, got 3"]
-    assert corpus_suite(spec, frame.head(0), n_malformed=0, malformed_examples=[]).failures[0].expectation == "expect_table_row_count_to_be_between"
+    assert (
+        corpus_suite(spec, frame.head(0), n_malformed=0, malformed_examples=[]).failures[0].expectation
+        == "expect_table_row_count_to_be_between"
+    )
 
 
 @pytest.fixture
@@ -80,10 +87,13 @@ def test_the_curated_dataset_meets_its_suite(e1_dataset):
     result = dataset_suite("e1", files, report)
     assert result.success, result.summary()
     names = {o.name for o in result.outcomes}
-    assert {"tasks.train_dev.expect_column_values_to_be_in_set(in_test_exact)",
-            "tasks.train_dev.expect_column_values_to_be_in_set(in_test_normalized)",
-            "tasks.expect_column_values_to_be_in_set(label)", "tasks.expect_column_values_to_not_be_null(question)",
-            "split_dev.expect_table_row_count_to_be_between()"} <= names
+    assert {
+        "tasks.train_dev.expect_column_values_to_be_in_set(in_test_exact)",
+        "tasks.train_dev.expect_column_values_to_be_in_set(in_test_normalized)",
+        "tasks.expect_column_values_to_be_in_set(label)",
+        "tasks.expect_column_values_to_not_be_null(question)",
+        "split_dev.expect_table_row_count_to_be_between()",
+    } <= names
 
 
 def test_test_items_in_train_fail_exactly_and_after_normalisation(e1_dataset):
@@ -119,7 +129,10 @@ def test_split_proportions_out_of_tolerance_fail(e1_dataset):
     rewrite(files["train"], rows(files["train"]) + rows(files["dev"]))  # dev emptied into train
     rewrite(files["dev"], [])
     result = failing(dataset_suite("e1", files, report))
-    assert set(result) >= {"split_dev.expect_table_row_count_to_be_between()", "split_train.expect_table_row_count_to_be_between()"}
+    assert set(result) >= {
+        "split_dev.expect_table_row_count_to_be_between()",
+        "split_train.expect_table_row_count_to_be_between()",
+    }
     assert "10% of" in result["split_dev.expect_table_row_count_to_be_between()"].note
 
 

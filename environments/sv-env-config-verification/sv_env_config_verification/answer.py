@@ -95,8 +95,12 @@ def parse_completion(text: str | None) -> ConfigAnswer:
         patch = None
     confidence = raw.get("confidence")
     # An int is checked by range before any float conversion: 10**400 does not fit a float.
-    if isinstance(confidence, bool) or not isinstance(confidence, (int, float)) \
-            or (isinstance(confidence, float) and not math.isfinite(confidence)) or not 0 <= confidence <= 1:
+    if (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, (int, float))
+        or (isinstance(confidence, float) and not math.isfinite(confidence))
+        or not 0 <= confidence <= 1
+    ):
         problems.append(f"'confidence' must be a number in [0, 1], got {str(confidence)[:40]}")
         confidence = None
     else:

@@ -19,13 +19,24 @@ from sv_env_config_verification.prompts import parse_prompt
 
 BASELINE_LABEL = "heuristic"
 _SEVERITY = {
-    "k8s-privileged-container": "high", "k8s-host-network": "high", "k8s-host-pid": "high",
-    "k8s-host-ipc": "high", "k8s-host-path-volume": "high", "k8s-rbac-wildcard": "high",
-    "k8s-run-as-root": "medium", "k8s-allow-privilege-escalation": "medium",
-    "k8s-image-not-pinned": "medium", "k8s-no-resource-limits": "low",
-    "tf-s3-public-acl": "high", "tf-s3-public-access-block-disabled": "high", "tf-s3-unencrypted": "medium",
-    "tf-ebs-unencrypted": "medium", "tf-rds-unencrypted": "high", "tf-sg-open-ssh": "high",
-    "tf-sg-open-rdp": "high", "tf-iam-wildcard-action": "high",
+    "k8s-privileged-container": "high",
+    "k8s-host-network": "high",
+    "k8s-host-pid": "high",
+    "k8s-host-ipc": "high",
+    "k8s-host-path-volume": "high",
+    "k8s-rbac-wildcard": "high",
+    "k8s-run-as-root": "medium",
+    "k8s-allow-privilege-escalation": "medium",
+    "k8s-image-not-pinned": "medium",
+    "k8s-no-resource-limits": "low",
+    "tf-s3-public-acl": "high",
+    "tf-s3-public-access-block-disabled": "high",
+    "tf-s3-unencrypted": "medium",
+    "tf-ebs-unencrypted": "medium",
+    "tf-rds-unencrypted": "high",
+    "tf-sg-open-ssh": "high",
+    "tf-sg-open-rdp": "high",
+    "tf-iam-wildcard-action": "high",
 }
 _WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job", "ReplicationController"}
 
@@ -95,21 +106,34 @@ def _tf_rules(tf: dict) -> set[str]:
     types = {r["type"] for r in resources}
     for r in resources:
         t, c = r["type"], r["config"] if isinstance(r["config"], dict) else {}
-        if t in {"aws_s3_bucket", "aws_s3_bucket_acl"} and c.get("acl") in {"public-read", "public-read-write", "authenticated-read"}:
+        if t in {"aws_s3_bucket", "aws_s3_bucket_acl"} and c.get("acl") in {
+            "public-read",
+            "public-read-write",
+            "authenticated-read",
+        }:
             found.add("tf-s3-public-acl")
         if t == "aws_s3_bucket_public_access_block" and any(
-            c.get(k) is not True for k in ("block_public_acls", "block_public_policy", "ignore_public_acls", "restrict_public_buckets")
+            c.get(k) is not True
+            for k in ("block_public_acls", "block_public_policy", "ignore_public_acls", "restrict_public_buckets")
         ):
             found.add("tf-s3-public-access-block-disabled")
-        if t == "aws_s3_bucket" and "server_side_encryption_configuration" not in c \
-                and "aws_s3_bucket_server_side_encryption_configuration" not in types:
+        if (
+            t == "aws_s3_bucket"
+            and "server_side_encryption_configuration" not in c
+            and "aws_s3_bucket_server_side_encryption_configuration" not in types
+        ):
             found.add("tf-s3-unencrypted")
         if t == "aws_ebs_volume" and c.get("encrypted") is not True:
             found.add("tf-ebs-unencrypted")
         if t in {"aws_db_instance", "aws_rds_cluster"} and c.get("storage_encrypted") is not True:
             found.add("tf-rds-unencrypted")
-        rules = _as_list(c.get("ingress")) if t == "aws_security_group" else [c] if (
-            t == "aws_security_group_rule" and c.get("type") == "ingress") else []
+        rules = (
+            _as_list(c.get("ingress"))
+            if t == "aws_security_group"
+            else [c]
+            if (t == "aws_security_group_rule" and c.get("type") == "ingress")
+            else []
+        )
         for rule in rules:
             if "0.0.0.0/0" not in (rule.get("cidr_blocks") or []):
                 continue
@@ -122,8 +146,11 @@ def _tf_rules(tf: dict) -> set[str]:
                 found.add("tf-sg-open-ssh")
             if everything or low <= 3389 <= high:
                 found.add("tf-sg-open-rdp")
-        if t.startswith("aws_iam_") and t.endswith("policy") and isinstance(c.get("policy"), str) and re.search(
-            r'(^|[^A-Za-z])"?Action"?\s*[=:]\s*(\[[^\]]*)?"\*"', c["policy"]
+        if (
+            t.startswith("aws_iam_")
+            and t.endswith("policy")
+            and isinstance(c.get("policy"), str)
+            and re.search(r'(^|[^A-Za-z])"?Action"?\s*[=:]\s*(\[[^\]]*)?"\*"', c["policy"])
         ):
             found.add("tf-iam-wildcard-action")
     for d in tf["data"]:
@@ -187,7 +214,11 @@ def kubernetes_fix(content: str, rules: set[str]) -> list[dict[str, Any]]:
         else:
             base = f"{prefix}/spec/template/spec"
         pod = copy.deepcopy(_pod_spec(value))
-        for key, rule in (("hostNetwork", "k8s-host-network"), ("hostPID", "k8s-host-pid"), ("hostIPC", "k8s-host-ipc")):
+        for key, rule in (
+            ("hostNetwork", "k8s-host-network"),
+            ("hostPID", "k8s-host-pid"),
+            ("hostIPC", "k8s-host-ipc"),
+        ):
             if rule in rules and pod.get(key) is True:
                 ops.append({"op": "replace", "path": f"{base}/{key}", "value": False})
         if "k8s-run-as-root" in rules:
@@ -240,8 +271,11 @@ def oracle_reply(prompt: str, tools: list[str] | None = None) -> str:
         return _reply([], "", 0.1, "no file found in the prompt")
     filename, content = parsed
     suite = default_suite(tools)
-    results = asyncio.run(suite.run_all(filename, content)) if not _loop_running() else \
-        suite.scan_many({filename: content}).get(filename, {})
+    results = (
+        asyncio.run(suite.run_all(filename, content))
+        if not _loop_running()
+        else suite.scan_many({filename: content}).get(filename, {})
+    )
     return _oracle_answer(filename, content, results)
 
 
@@ -256,7 +290,8 @@ def oracle_replies(prompts: list[str], tools: list[str] | None = None) -> list[s
         return [oracle_reply(prompt, tools) for prompt in prompts]
     results = default_suite(tools).scan_many(files) if files else {}
     return [
-        _reply([], "", 0.1, "no file found in the prompt") if found is None
+        _reply([], "", 0.1, "no file found in the prompt")
+        if found is None
         else _oracle_answer(found[0], found[1], results.get(found[0], {}))
         for found in parsed
     ]

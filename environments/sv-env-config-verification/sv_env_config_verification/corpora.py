@@ -42,10 +42,18 @@ def _safe_name(name: str, suffix: str) -> str:
     return stem if stem.lower().endswith(suffix) else f"{stem}{suffix}"
 
 
-def _row(spec: SourceSpec, filename: str, content: str, clean: bool | None, expected: dict[str, list[str]],
-         description: str) -> dict[str, Any]:
-    return {"id": f"{spec.id}-{short_hash(content)}", "filename": filename, "content": content, "expected": expected,
-            "clean": clean, "sample": False, "description": description}
+def _row(
+    spec: SourceSpec, filename: str, content: str, clean: bool | None, expected: dict[str, list[str]], description: str
+) -> dict[str, Any]:
+    return {
+        "id": f"{spec.id}-{short_hash(content)}",
+        "filename": filename,
+        "content": content,
+        "expected": expected,
+        "clean": clean,
+        "sample": False,
+        "description": description,
+    }
 
 
 def config_pairs(spec: SourceSpec, frame: Any) -> Normalised:
@@ -62,13 +70,43 @@ def config_pairs(spec: SourceSpec, frame: Any) -> Normalised:
         if problem:
             result.rejects.append(reject(spec.id, where[i], f"misconfigured manifest: {problem}"))
             continue
-        found = [str(x) for x in labels.iloc[i]] if labels is not None and isinstance(labels.iloc[i], (list, tuple, np.ndarray)) else []
-        result.items.append(Item("e2", _row(spec, _safe_name(config_id, ".yaml"), original, False, {spec.id: found},
-                                            f"{spec.title}: {config_id} (misconfigured)"), spec.id, where[i]))
+        found = (
+            [str(x) for x in labels.iloc[i]]
+            if labels is not None and isinstance(labels.iloc[i], (list, tuple, np.ndarray))
+            else []
+        )
+        result.items.append(
+            Item(
+                "e2",
+                _row(
+                    spec,
+                    _safe_name(config_id, ".yaml"),
+                    original,
+                    False,
+                    {spec.id: found},
+                    f"{spec.title}: {config_id} (misconfigured)",
+                ),
+                spec.id,
+                where[i],
+            )
+        )
         fixed = text_of(after.iloc[i]) if after is not None else ""
         if fixed.strip() and not _config_problem(fixed) and fixed != original:
-            result.items.append(Item("e2", _row(spec, _safe_name(f"{config_id}-fixed", ".yaml"), fixed, None, {},
-                                                f"{spec.title}: {config_id} (remediated)"), spec.id, where[i]))
+            result.items.append(
+                Item(
+                    "e2",
+                    _row(
+                        spec,
+                        _safe_name(f"{config_id}-fixed", ".yaml"),
+                        fixed,
+                        None,
+                        {},
+                        f"{spec.title}: {config_id} (remediated)",
+                    ),
+                    spec.id,
+                    where[i],
+                )
+            )
     return result
 
 
@@ -92,7 +130,9 @@ def config_files(spec: SourceSpec, frame: Any) -> Normalised:
         if not lower.endswith((".yaml", ".yml", ".tf", ".hcl")):
             result.n_filtered += 1
             continue
-        if lower.endswith((".yaml", ".yml")) and not (re.search(r"(?m)^\s*apiVersion:", text) and re.search(r"(?m)^\s*kind:", text)):
+        if lower.endswith((".yaml", ".yml")) and not (
+            re.search(r"(?m)^\s*apiVersion:", text) and re.search(r"(?m)^\s*kind:", text)
+        ):
             result.n_filtered += 1  # CI workflows, Helm values, ...: not Kubernetes manifests
             continue
         problem = _config_problem(text)
@@ -102,8 +142,14 @@ def config_files(spec: SourceSpec, frame: Any) -> Normalised:
         label = _path_label(path, rules)
         clean = True if label == "clean" else False if label == "misconfigured" else None
         suffix = PurePosixPath(path).suffix.lower()
-        result.items.append(Item("e2", _row(spec, _safe_name(PurePosixPath(path).name, suffix), text, clean, {},
-                                            f"{spec.title}: {path}"), spec.id, f"{where[i]} ({path})"))
+        result.items.append(
+            Item(
+                "e2",
+                _row(spec, _safe_name(PurePosixPath(path).name, suffix), text, clean, {}, f"{spec.title}: {path}"),
+                spec.id,
+                f"{where[i]} ({path})",
+            )
+        )
     return result
 
 
@@ -122,7 +168,15 @@ CORPORA = CorpusSpec(
         "e2_config_pairs": Normalizer(config_pairs),
         "e2_config_files": Normalizer(config_files, ("path_labels",)),
     },
-    schema=RowSchema("e2", ("id", "filename", "content"), _label, lambda r: str(r.get("content") or ""), _scenario,
-                     set_top_sample, lambda r: r.get("sample"), allowed_labels=("clean", "misconfigured", "unknown")),
+    schema=RowSchema(
+        "e2",
+        ("id", "filename", "content"),
+        _label,
+        lambda r: str(r.get("content") or ""),
+        _scenario,
+        set_top_sample,
+        lambda r: r.get("sample"),
+        allowed_labels=("clean", "misconfigured", "unknown"),
+    ),
     test_sources=("bundled", "corpora"),
 )

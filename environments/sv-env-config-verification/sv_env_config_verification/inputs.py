@@ -184,7 +184,7 @@ _BLOCK_HEADER = re.compile(r'^[ \t]*(resource|data)\s+"([^"]+)"\s+"([^"]+)"', re
 
 
 def terraform_block_lines(text: str) -> dict[str, int]:
-    """"type.name" (and "data.type.name") -> 1-based line of its block header."""
+    """Block address ("type.name", and "data.type.name") -> 1-based line of its block header."""
     lines: dict[str, int] = {}
     for match in _BLOCK_HEADER.finditer(text):
         kind, rtype, name = match.groups()

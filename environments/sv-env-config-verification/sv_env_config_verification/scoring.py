@@ -103,6 +103,7 @@ def grounding_score(answer_ids: Iterable[str], tool_texts: Iterable[str]) -> flo
     texts = [t for t in tool_texts if t]
     if not texts:
         return 0.0
+
     def cited(vid: str) -> bool:
         # A substring test first: an id no tool message contains (a reply's id can be a
         # megabyte) is never compiled into a regex.

@@ -17,8 +17,13 @@ def build(tasks: list[Any], variant: str | None, context: dict[str, Any]) -> Ite
             answer = json.loads(reply)
             found = ", ".join(v["id"] for v in answer.get("violations") or []) or "no violation"
             # Reasoning first, then the answer fields, in one JSON object the parser reads.
-            reply = json.dumps({"reasoning": f"The tools report: {found}. Each finding is confirmed by the "
-                                "file's own fields; the patch changes only those fields.", **answer})
+            reply = json.dumps(
+                {
+                    "reasoning": f"The tools report: {found}. Each finding is confirmed by the "
+                    "file's own fields; the patch changes only those fields.",
+                    **answer,
+                }
+            )
         yield SftExample(prompt, reply, task.key, difficulty=0 if task.data.info.get("clean") else 1)
 
 

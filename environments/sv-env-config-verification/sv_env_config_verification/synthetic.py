@@ -447,30 +447,62 @@ def _iam_wildcard(text, rng):
     return re.sub(pattern, r'\g<1>"*"', text, count=1, flags=re.MULTILINE)
 
 
-MUTATIONS: dict[str, Mutation] = {m.name: m for m in (
-    Mutation("privileged", "kubernetes", "opa/k8s-privileged-container", "semgrep/k8s-privileged-container", _on_pod(_privileged)),
-    Mutation("host_network", "kubernetes", "opa/k8s-host-network", "semgrep/k8s-host-network", _on_pod(_host_network)),
-    Mutation("host_pid", "kubernetes", "opa/k8s-host-pid", "semgrep/k8s-host-pid", _on_pod(_host_pid)),
-    Mutation("run_as_root", "kubernetes", "opa/k8s-run-as-root", "semgrep/k8s-run-as-uid-0", _on_pod(_run_as_root)),
-    Mutation("privilege_escalation", "kubernetes", "opa/k8s-allow-privilege-escalation",
-             "semgrep/k8s-allow-privilege-escalation", _on_pod(_privilege_escalation)),
-    Mutation("host_path", "kubernetes", "opa/k8s-host-path-volume", "semgrep/k8s-host-path-volume", _on_pod(_host_path)),
-    Mutation("unpinned_image", "kubernetes", "opa/k8s-image-not-pinned", None, _on_pod(_latest_image)),
-    Mutation("no_limits", "kubernetes", "opa/k8s-no-resource-limits", None, _on_pod(_no_limits)),
-    Mutation("rbac_wildcard", "kubernetes", "opa/k8s-rbac-wildcard", "semgrep/k8s-rbac-wildcard", _rbac_wildcard),
-    Mutation("ebs_unencrypted", "terraform", "opa/tf-ebs-unencrypted", "semgrep/tf-ebs-unencrypted", _ebs_unencrypted),
-    Mutation("rds_unencrypted", "terraform", "opa/tf-rds-unencrypted", None, _rds_unencrypted),
-    Mutation("s3_public_acl", "terraform", "opa/tf-s3-public-acl", "semgrep/tf-s3-public-acl", _s3_public_acl),
-    Mutation("s3_public_access_block_off", "terraform", "opa/tf-s3-public-access-block-disabled",
-             "semgrep/tf-s3-public-access-block-disabled", _s3_block_off),
-    Mutation("s3_unencrypted", "terraform", "opa/tf-s3-unencrypted", None, _s3_unencrypted),
-    Mutation("open_ssh_ingress", "terraform", "opa/tf-sg-open-ssh", "semgrep/tf-sg-open-ssh", _open_ingress(22)),
-    Mutation("open_rdp_ingress", "terraform", "opa/tf-sg-open-rdp", "semgrep/tf-sg-open-rdp", _open_ingress(3389)),
-    Mutation("iam_wildcard_action", "terraform", "opa/tf-iam-wildcard-action", "semgrep/tf-iam-wildcard-action", _iam_wildcard),
-)}
+MUTATIONS: dict[str, Mutation] = {
+    m.name: m
+    for m in (
+        Mutation(
+            "privileged",
+            "kubernetes",
+            "opa/k8s-privileged-container",
+            "semgrep/k8s-privileged-container",
+            _on_pod(_privileged),
+        ),
+        Mutation(
+            "host_network", "kubernetes", "opa/k8s-host-network", "semgrep/k8s-host-network", _on_pod(_host_network)
+        ),
+        Mutation("host_pid", "kubernetes", "opa/k8s-host-pid", "semgrep/k8s-host-pid", _on_pod(_host_pid)),
+        Mutation("run_as_root", "kubernetes", "opa/k8s-run-as-root", "semgrep/k8s-run-as-uid-0", _on_pod(_run_as_root)),
+        Mutation(
+            "privilege_escalation",
+            "kubernetes",
+            "opa/k8s-allow-privilege-escalation",
+            "semgrep/k8s-allow-privilege-escalation",
+            _on_pod(_privilege_escalation),
+        ),
+        Mutation(
+            "host_path", "kubernetes", "opa/k8s-host-path-volume", "semgrep/k8s-host-path-volume", _on_pod(_host_path)
+        ),
+        Mutation("unpinned_image", "kubernetes", "opa/k8s-image-not-pinned", None, _on_pod(_latest_image)),
+        Mutation("no_limits", "kubernetes", "opa/k8s-no-resource-limits", None, _on_pod(_no_limits)),
+        Mutation("rbac_wildcard", "kubernetes", "opa/k8s-rbac-wildcard", "semgrep/k8s-rbac-wildcard", _rbac_wildcard),
+        Mutation(
+            "ebs_unencrypted", "terraform", "opa/tf-ebs-unencrypted", "semgrep/tf-ebs-unencrypted", _ebs_unencrypted
+        ),
+        Mutation("rds_unencrypted", "terraform", "opa/tf-rds-unencrypted", None, _rds_unencrypted),
+        Mutation("s3_public_acl", "terraform", "opa/tf-s3-public-acl", "semgrep/tf-s3-public-acl", _s3_public_acl),
+        Mutation(
+            "s3_public_access_block_off",
+            "terraform",
+            "opa/tf-s3-public-access-block-disabled",
+            "semgrep/tf-s3-public-access-block-disabled",
+            _s3_block_off,
+        ),
+        Mutation("s3_unencrypted", "terraform", "opa/tf-s3-unencrypted", None, _s3_unencrypted),
+        Mutation("open_ssh_ingress", "terraform", "opa/tf-sg-open-ssh", "semgrep/tf-sg-open-ssh", _open_ingress(22)),
+        Mutation("open_rdp_ingress", "terraform", "opa/tf-sg-open-rdp", "semgrep/tf-sg-open-rdp", _open_ingress(3389)),
+        Mutation(
+            "iam_wildcard_action",
+            "terraform",
+            "opa/tf-iam-wildcard-action",
+            "semgrep/tf-iam-wildcard-action",
+            _iam_wildcard,
+        ),
+    )
+}
 
 
 # -- seeds, renaming, rendering -----------------------------------------------------------------
+
 
 def _strip_comments(text: str) -> str:
     """Full-line comments dropped: a seed's comment ("SAMPLE (clean): ...") must not leak a label."""
@@ -504,8 +536,11 @@ def dataset_seeds(paths: Iterable[str], errors: list[str]) -> list[Seed]:
 
 def _rename_k8s(docs: list[Any], suffix: str) -> list[Any]:
     docs = copy.deepcopy(docs)
-    names = {d["metadata"]["name"] for d in docs if isinstance(d, dict) and isinstance(d.get("metadata"), dict)
-             and isinstance(d["metadata"].get("name"), str)}
+    names = {
+        d["metadata"]["name"]
+        for d in docs
+        if isinstance(d, dict) and isinstance(d.get("metadata"), dict) and isinstance(d["metadata"].get("name"), str)
+    }
 
     def walk(value: Any) -> Any:
         if isinstance(value, dict):
@@ -522,8 +557,12 @@ def _rename_tf(text: str, suffix: str) -> str:
         new = f"{name}_{suffix}"
         text = re.sub(rf'(resource\s+"{re.escape(rtype)}"\s+)"{re.escape(name)}"', rf'\1"{new}"', text)
         text = re.sub(rf"\b{re.escape(rtype)}\.{re.escape(name)}\b", f"{rtype}.{new}", text)
-    return re.sub(r'^(\s*(?:bucket|name|cluster_identifier|identifier)\s*=\s*")([a-z0-9-]+)(")',
-                  rf"\g<1>\g<2>-{suffix}\g<3>", text, flags=re.MULTILINE)
+    return re.sub(
+        r'^(\s*(?:bucket|name|cluster_identifier|identifier)\s*=\s*")([a-z0-9-]+)(")',
+        rf"\g<1>\g<2>-{suffix}\g<3>",
+        text,
+        flags=re.MULTILINE,
+    )
 
 
 def _dump(docs: list[Any]) -> str:
@@ -535,8 +574,11 @@ def _load(text: str) -> list[Any]:
 
 
 def unified_diff(vulnerable: str, fixed: str, filename: str) -> str:
-    return "".join(difflib.unified_diff(vulnerable.splitlines(keepends=True), fixed.splitlines(keepends=True),
-                                        f"a/{filename}", f"b/{filename}"))
+    return "".join(
+        difflib.unified_diff(
+            vulnerable.splitlines(keepends=True), fixed.splitlines(keepends=True), f"a/{filename}", f"b/{filename}"
+        )
+    )
 
 
 @dataclass
@@ -566,8 +608,15 @@ def make_pair(seed: Seed, mutation: Mutation | None, suffix: str, rng: random.Ra
     return (mutated_text, base_text) if mutated_text is not None and mutated_text != base_text else None
 
 
-def generate(n: int, rng: random.Random, seeds: Sequence[Seed], *, id_prefix: str, clean_share: float = 0.25,
-             info: dict[str, Any] | None = None) -> tuple[list[Candidate], list[dict[str, Any]]]:
+def generate(
+    n: int,
+    rng: random.Random,
+    seeds: Sequence[Seed],
+    *,
+    id_prefix: str,
+    clean_share: float = 0.25,
+    info: dict[str, Any] | None = None,
+) -> tuple[list[Candidate], list[dict[str, Any]]]:
     """`n` candidates: about `clean_share` renamed clean seeds, the rest (seed, mutation)
     pairs drawn uniformly from those that apply; and the draws that did not produce a file
     (as reject records). Labels come later, from `label_pairs`."""
@@ -588,8 +637,14 @@ def generate(n: int, rng: random.Random, seeds: Sequence[Seed], *, id_prefix: st
             try:
                 made = make_pair(seed, mutation, suffix, rng)
             except (yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:  # a seed the operator cannot walk
-                rejects.append({"id": f"{id_prefix}-draw{attempts}", "stage": "template", "source": seed.source,
-                                "reason": f"{mutation.name if mutation else 'clean'} on {seed.id}: {type(exc).__name__}: {exc}"})
+                rejects.append(
+                    {
+                        "id": f"{id_prefix}-draw{attempts}",
+                        "stage": "template",
+                        "source": seed.source,
+                        "reason": f"{mutation.name if mutation else 'clean'} on {seed.id}: {type(exc).__name__}: {exc}",
+                    }
+                )
         if made is None:
             break
         content, fixed = made
@@ -602,9 +657,17 @@ def generate(n: int, rng: random.Random, seeds: Sequence[Seed], *, id_prefix: st
             "expected": {},
             "clean": mutation is None,
             "sample": True,
-            "description": (f"synthetic: {mutation.name} applied to {seed.id}" if mutation else f"synthetic: {seed.id} renamed (clean)"),
-            "info": {**base_info, "scenario": mutation.name if mutation else "clean", "family": file_kind(filename),
-                     "seed": seed.source},
+            "description": (
+                f"synthetic: {mutation.name} applied to {seed.id}"
+                if mutation
+                else f"synthetic: {seed.id} renamed (clean)"
+            ),
+            "info": {
+                **base_info,
+                "scenario": mutation.name if mutation else "clean",
+                "family": file_kind(filename),
+                "seed": seed.source,
+            },
         }
         if fixed is not None:
             row["fix"] = {"content": fixed, "diff": unified_diff(content, fixed, filename)}
@@ -642,7 +705,9 @@ def label_pairs(candidates: Sequence[Candidate], suite: Any) -> list[str | None]
         fixed = results.get(f"{i}/f/{c.row['filename']}", {})
         fixed_found = sorted(i for tool, r in fixed.items() if not r.error for i in r.ids)
         if c.mutation.target not in found.get("opa", []):
-            verdicts.append(f"{c.mutation.name}: vulnerable file does not trigger {c.mutation.target} (opa found {found.get('opa')})")
+            verdicts.append(
+                f"{c.mutation.name}: vulnerable file does not trigger {c.mutation.target} (opa found {found.get('opa')})"
+            )
             continue
         if fixed_found:
             verdicts.append(f"{c.mutation.name}: fixed file is not clean ({fixed_found})")
@@ -651,14 +716,19 @@ def label_pairs(candidates: Sequence[Candidate], suite: Any) -> list[str | None]
         c.row["expected"] = found
         # Curriculum (0..2): a weakness every available tool reports is 1; one only some tools see is 2.
         every = len(flagging) == len(found)
-        c.row["info"].update(target={"opa": c.mutation.target, "semgrep": c.mutation.semgrep}, tools_flagging=flagging,
-                             difficulty=1 if every else 2,
-                             difficulty_basis="every tool flags it" if every else "only some tools flag it", tool_errors=errors)
+        c.row["info"].update(
+            target={"opa": c.mutation.target, "semgrep": c.mutation.semgrep},
+            tools_flagging=flagging,
+            difficulty=1 if every else 2,
+            difficulty_basis="every tool flags it" if every else "only some tools flag it",
+            tool_errors=errors,
+        )
         verdicts.append(None)
     return verdicts
 
 
 # -- model variations --------------------------------------------------------------------------
+
 
 def variation_prompt(row: dict[str, Any]) -> str:
     """A seed model rewrites the (vulnerable) file with other names and values; the tools
@@ -700,6 +770,20 @@ def parse_variation(row: dict[str, Any], text: str, suffix: str) -> dict[str, An
     return out
 
 
-__all__ = ["GENERATOR_ID", "GENERATOR_VERSION", "MUTATIONS", "TEMPLATES", "Candidate", "Mutation", "Seed",
-           "dataset_seeds", "default_seeds", "generate", "label_pairs", "make_pair", "parse_variation", "unified_diff",
-           "variation_prompt"]
+__all__ = [
+    "GENERATOR_ID",
+    "GENERATOR_VERSION",
+    "MUTATIONS",
+    "TEMPLATES",
+    "Candidate",
+    "Mutation",
+    "Seed",
+    "dataset_seeds",
+    "default_seeds",
+    "generate",
+    "label_pairs",
+    "make_pair",
+    "parse_variation",
+    "unified_diff",
+    "variation_prompt",
+]

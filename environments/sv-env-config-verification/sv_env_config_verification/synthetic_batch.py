@@ -35,8 +35,16 @@ def seed_files(dataset_dir: Path | None, include_bundled: bool) -> tuple[list[An
         errors: list[str] = []
         seeds += synthetic.dataset_seeds([str(path)], errors)
         rejects += [seed_reject(str(path), error) for error in errors]
-    return seeds, {"source": str(path) if path is not None and path.is_file() else None, "seed_files": len(seeds),
-                   "includes_bundled_test_files": include_bundled, "overlaps_test": include_bundled}, rejects
+    return (
+        seeds,
+        {
+            "source": str(path) if path is not None and path.is_file() else None,
+            "seed_files": len(seeds),
+            "includes_bundled_test_files": include_bundled,
+            "overlaps_test": include_bundled,
+        },
+        rejects,
+    )
 
 
 def read_seeds(inputs: SyntheticInputs) -> Seeds:
@@ -105,13 +113,12 @@ def make_generator(seeds: Seeds, options: Mapping[str, Any]) -> MutantGenerator:
 
 SYNTHETIC = SyntheticSpec(
     description="clean manifests/Terraform mutated into vulnerable variants (privileged, hostNetwork, runAsRoot, RBAC "
-                "wildcards, disabled encryption, public ACLs, open ingress) with vulnerable->fixed diffs; labelled by "
-                "running OPA, Semgrep and Checkov",
+    "wildcards, disabled encryption, public ACLs, open ingress) with vulnerable->fixed diffs; labelled by "
+    "running OPA, Semgrep and Checkov",
     batch_size=24,  # every row runs the real scanners: tens a day
     read_seeds=read_seeds,
     make_generator=make_generator,
     reads_dataset=True,
     real_with_real_dataset=True,
-    options=(SyntheticOption("seed_from_test", False,
-                             "E2: also mutate the bundled clean files (E2's test split)."),),
+    options=(SyntheticOption("seed_from_test", False, "E2: also mutate the bundled clean files (E2's test split)."),),
 )

@@ -85,18 +85,30 @@ class Verification:
         return {
             "oracle": dict(sorted(self.oracle.items())),
             "tools": self.oracle_tools,
-            "detection": {"precision": self.detection.precision, "recall": self.detection.recall,
-                          "f1": self.detection.f1},
-            "patch": {"status": self.patch.status, "error": self.patch.error,
-                      "removed": sorted(self.patch.removed), "introduced": sorted(self.patch.introduced),
-                      "reward": self.patch_reward},
+            "detection": {
+                "precision": self.detection.precision,
+                "recall": self.detection.recall,
+                "f1": self.detection.f1,
+            },
+            "patch": {
+                "status": self.patch.status,
+                "error": self.patch.error,
+                "removed": sorted(self.patch.removed),
+                "introduced": sorted(self.patch.introduced),
+                "reward": self.patch_reward,
+            },
         }
 
 
 def _tool_summary(results: dict[str, ToolResult]) -> dict[str, dict[str, Any]]:
     return {
-        name: {"version": r.version, "ruleset_hash": r.ruleset_hash, "error": r.error,
-               "cached": r.cached, "findings": len(r.findings)}
+        name: {
+            "version": r.version,
+            "ruleset_hash": r.ruleset_hash,
+            "error": r.error,
+            "cached": r.cached,
+            "findings": len(r.findings),
+        }
         for name, r in sorted(results.items())
     }
 
@@ -169,8 +181,12 @@ class ConfigVerificationTask(vf.Task[ConfigVerificationData, vf.State, ConfigVer
         if entry is None or not entry.done() or entry.cancelled() or entry.exception() is not None:
             return None
         v: Verification = entry.result()
-        return {**v.to_dict(), "clean": not v.oracle, "patch_success": patch_success(v.patch),
-                "answered_clean": not v.answer.violations}
+        return {
+            **v.to_dict(),
+            "clean": not v.oracle,
+            "patch_success": patch_success(v.patch),
+            "answered_clean": not v.answer.violations,
+        }
 
     async def verify(self, reply: str | None) -> Verification:
         """Oracle scan + patched re-scan for one reply, memoised by (file, reply) hash so

@@ -45,7 +45,7 @@ def normalise_flows(spec: SourceSpec, frame: pd.DataFrame) -> Normalised:
     scenario = frame[spec.scenario_column] if spec.scenario_column and spec.scenario_column in frame.columns else None
     out["scenario"] = scenario.astype(object).where(scenario.notna(), None) if scenario is not None else None
     out["_ref"] = refs(frame)
-    unusable = (labels.isna().to_numpy() & ~dropped)
+    unusable = labels.isna().to_numpy() & ~dropped
     no_fields = out[list(FLOW_FIELD_NAMES)].isna().all(axis=1).to_numpy()
     bad = unusable | no_fields
     rejects = [
@@ -124,7 +124,9 @@ def _objects(values: Any, n: int) -> np.ndarray:
     return np.asarray(values, dtype=object)
 
 
-def curate_flows(parts: Sequence[FlowPart], *, sample: bool, dev_frac: float = 0.1, test_frac: float = 0.2) -> CuratedFlows:
+def curate_flows(
+    parts: Sequence[FlowPart], *, sample: bool, dev_frac: float = 0.1, test_frac: float = 0.2
+) -> CuratedFlows:
     """Render, de-duplicate (by the normalised text: exact copies and re-cased or re-spaced
     ones) and split the flows of every part; OOD parts go to `ood`. A duplicate with a
     different label is recorded as a reject; the first occurrence is kept."""
@@ -160,7 +162,9 @@ def curate_flows(parts: Sequence[FlowPart], *, sample: bool, dev_frac: float = 0
     k_answer, k_scenario, k_source = answer[keep], scenario[keep], source[keep]
     k_exact, k_norm, ood = exact[keep], norm[keep], arrays["ood"][keep].astype(bool)
     buckets = np.array([int(h[:12], 16) for h in k_norm], dtype=np.float64) / float(16**12)
-    split = np.where(buckets < test_frac, "test", np.where(buckets < test_frac + dev_frac, "dev", "train")).astype(object)
+    split = np.where(buckets < test_frac, "test", np.where(buckets < test_frac + dev_frac, "dev", "train")).astype(
+        object
+    )
     bucket_counts = {name: int(((split == name) & ~ood).sum()) for name in SPLITS}
     split[ood] = "ood"
     ids = np.array([f"{s}-{h[:16]}" for s, h in zip(k_source, k_exact)], dtype=object)
@@ -175,11 +179,17 @@ def curate_flows(parts: Sequence[FlowPart], *, sample: bool, dev_frac: float = 0
     splits = {}
     for name in names:
         mask = split == name
-        splits[name] = pd.DataFrame({
-            "id": pd.Series(ids[mask], dtype=object), "question": pd.Series(k_questions_arr[mask], dtype=object),
-            "answer": pd.Series(k_answer[mask], dtype=object), "info": pd.Series(infos[mask], dtype=object),
-        })
-    counts = {name: {label: int((rows["answer"] == label).sum()) for label in GOLD_LABELS} for name, rows in splits.items()}
+        splits[name] = pd.DataFrame(
+            {
+                "id": pd.Series(ids[mask], dtype=object),
+                "question": pd.Series(k_questions_arr[mask], dtype=object),
+                "answer": pd.Series(k_answer[mask], dtype=object),
+                "info": pd.Series(infos[mask], dtype=object),
+            }
+        )
+    counts = {
+        name: {label: int((rows["answer"] == label).sum()) for label in GOLD_LABELS} for name, rows in splits.items()
+    }
     kept_by_source = {str(k): int(v) for k, v in zip(*np.unique(k_source.astype(str), return_counts=True))}
     return CuratedFlows(splits, rejects, n_input, int(duplicate.sum()), counts, bucket_counts, kept_by_source)
 
@@ -190,23 +200,33 @@ def write_rows(path: Path, rows: pd.DataFrame, chunk: int = 100_000) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as handle:
         for start in range(0, len(rows), chunk):
-            text = rows.iloc[start:start + chunk].to_json(orient="records", lines=True, force_ascii=False)
+            text = rows.iloc[start : start + chunk].to_json(orient="records", lines=True, force_ascii=False)
             handle.write(text if text.endswith("\n") else text + "\n")
 
 
-def curate(parts: Sequence[tuple[SourceSpec, Normalised]], out: Path, *, sample: bool, dev_frac: float,
-           test_frac: float) -> Curation:
+def curate(
+    parts: Sequence[tuple[SourceSpec, Normalised]], out: Path, *, sample: bool, dev_frac: float, test_frac: float
+) -> Curation:
     """The dataset's curation (`CorpusSpec.curate`): every corpus's flows curated together,
     each non-empty split written as `<split>.jsonl` under `out`."""
-    curated = curate_flows([FlowPart(spec.id, result.flows, spec.ood) for spec, result in parts],
-                           sample=sample, dev_frac=dev_frac, test_frac=test_frac)
+    curated = curate_flows(
+        [FlowPart(spec.id, result.flows, spec.ood) for spec, result in parts],
+        sample=sample,
+        dev_frac=dev_frac,
+        test_frac=test_frac,
+    )
     files: dict[str, Path] = {}
     for name, rows in curated.splits.items():
         if len(rows):
             files[name] = out / f"{name}.jsonl"
             write_rows(files[name], rows)
     return Curation(
-        files=files, split_sizes={name: len(rows) for name, rows in curated.splits.items()}, rejects=curated.rejects,
-        label_counts=curated.label_counts, bucket_counts=curated.bucket_counts, n_corpus_rows=curated.n_input,
-        n_duplicates_dropped=curated.n_duplicates, kept_by_source=curated.kept_by_source,
+        files=files,
+        split_sizes={name: len(rows) for name, rows in curated.splits.items()},
+        rejects=curated.rejects,
+        label_counts=curated.label_counts,
+        bucket_counts=curated.bucket_counts,
+        n_corpus_rows=curated.n_input,
+        n_duplicates_dropped=curated.n_duplicates,
+        kept_by_source=curated.kept_by_source,
     )

@@ -58,8 +58,15 @@ def _udp(rng: random.Random, port: int, state: str, ob: int, rb: int, pkts: int,
 
 
 def benign_web(rng):
-    return _tcp(rng, rng.choice([80, 443, 443, 8080]), "SF", rng.randint(200, 2000),
-                rng.randint(500, 60000), rng.uniform(0.05, 5), "ShADadFf")
+    return _tcp(
+        rng,
+        rng.choice([80, 443, 443, 8080]),
+        "SF",
+        rng.randint(200, 2000),
+        rng.randint(500, 60000),
+        rng.uniform(0.05, 5),
+        "ShADadFf",
+    )
 
 
 def benign_dns(rng):
@@ -71,8 +78,15 @@ def benign_ntp(rng):
 
 
 def benign_mqtt(rng):
-    return _tcp(rng, rng.choice([1883, 8883]), "SF", rng.randint(100, 900),
-                rng.randint(20, 400), rng.uniform(10, 600), "ShADadfF")
+    return _tcp(
+        rng,
+        rng.choice([1883, 8883]),
+        "SF",
+        rng.randint(100, 900),
+        rng.randint(20, 400),
+        rng.uniform(10, 600),
+        "ShADadfF",
+    )
 
 
 def benign_failed(rng):  # a device retrying an unreachable cloud endpoint; looks scan-like
@@ -80,38 +94,57 @@ def benign_failed(rng):  # a device retrying an unreachable cloud endpoint; look
 
 
 def benign_midstream(rng):  # capture started mid-connection
-    return _tcp(rng, rng.choice([443, 8080]), "OTH", rng.randint(0, 3000), rng.randint(0, 3000),
-                rng.uniform(0, 30), "Cc")
+    return _tcp(
+        rng, rng.choice([443, 8080]), "OTH", rng.randint(0, 3000), rng.randint(0, 3000), rng.uniform(0, 30), "Cc"
+    )
 
 
 def attack_port_scan(rng):
-    return _tcp(rng, rng.choice([22, 80, 81, 8080, 2222, rng.randint(1, 65535)]),
-                rng.choice(["S0", "S0", "REJ"]), 0, 0, 0.0, "S")
+    return _tcp(
+        rng,
+        rng.choice([22, 80, 81, 8080, 2222, rng.randint(1, 65535)]),
+        rng.choice(["S0", "S0", "REJ"]),
+        0,
+        0,
+        0.0,
+        "S",
+    )
 
 
 def attack_telnet_bruteforce(rng):
-    return _tcp(rng, rng.choice([23, 2323]), rng.choice(["SF", "RSTO", "S0"]),
-                rng.randint(0, 120), rng.randint(0, 200), rng.uniform(0, 3), "ShAdDaFr")
+    return _tcp(
+        rng,
+        rng.choice([23, 2323]),
+        rng.choice(["SF", "RSTO", "S0"]),
+        rng.randint(0, 120),
+        rng.randint(0, 200),
+        rng.uniform(0, 3),
+        "ShAdDaFr",
+    )
 
 
 def attack_cc_irc(rng):
-    return _tcp(rng, 6667, "SF", rng.randint(50, 400), rng.randint(50, 800),
-                rng.uniform(30, 300), "ShADadFf")
+    return _tcp(rng, 6667, "SF", rng.randint(50, 400), rng.randint(50, 800), rng.uniform(30, 300), "ShADadFf")
 
 
 def attack_cc_https(rng):  # beaconing over 443: the rule baseline calls it benign
-    return _tcp(rng, 443, "SF", rng.randint(150, 300), rng.randint(100, 250),
-                rng.uniform(0.1, 1.0), "ShADadFf")
+    return _tcp(rng, 443, "SF", rng.randint(150, 300), rng.randint(100, 250), rng.uniform(0.1, 1.0), "ShADadFf")
 
 
 def attack_udp_flood(rng):
-    return _udp(rng, rng.randint(1024, 65535), "S0", rng.randint(50_000, 500_000), 0,
-                rng.randint(600, 6000))
+    return _udp(rng, rng.randint(1024, 65535), "S0", rng.randint(50_000, 500_000), 0, rng.randint(600, 6000))
 
 
 def attack_exfiltration(rng):  # large upload to an odd port
-    return _tcp(rng, rng.choice([8443, 4444, 9001]), "SF", rng.randint(1_000_000, 20_000_000),
-                rng.randint(100, 2000), rng.uniform(20, 600), "ShADadFf")
+    return _tcp(
+        rng,
+        rng.choice([8443, 4444, 9001]),
+        "SF",
+        rng.randint(1_000_000, 20_000_000),
+        rng.randint(100, 2000),
+        rng.uniform(20, 600),
+        "ShADadFf",
+    )
 
 
 SCENARIOS: dict[str, tuple[str, Callable[[random.Random], Flow], float]] = {

@@ -12,8 +12,12 @@ HARD_SCENARIOS = ("benign_failed_connection", "benign_midstream")
 
 def build(tasks: list[Any], variant: str | None, context: dict[str, Any]) -> Iterable[SftExample]:
     for task in tasks:
-        yield SftExample(chat_messages(task), label_target(task.data.answer), task.key,
-                         difficulty=difficulty(task.data.info, HARD_SCENARIOS))
+        yield SftExample(
+            chat_messages(task),
+            label_target(task.data.answer),
+            task.key,
+            difficulty=difficulty(task.data.info, HARD_SCENARIOS),
+        )
 
 
 SFT = SftSpec(build=build)

@@ -36,8 +36,17 @@ VERIFIER_ID = "e1-scenario-invariants@1"
 """The labeller's id (bump when an invariant changes)."""
 
 Columns = dict[str, np.ndarray]
-INT_FIELDS = ("id.orig_p", "id.resp_p", "orig_bytes", "resp_bytes", "missed_bytes", "orig_pkts",
-              "orig_ip_bytes", "resp_pkts", "resp_ip_bytes")
+INT_FIELDS = (
+    "id.orig_p",
+    "id.resp_p",
+    "orig_bytes",
+    "resp_bytes",
+    "missed_bytes",
+    "orig_pkts",
+    "orig_ip_bytes",
+    "resp_pkts",
+    "resp_ip_bytes",
+)
 STR_FIELDS = ("proto", "service", "conn_state", "history")
 TAG_FIELDS = ("label", "scenario", "family", "origin")
 HOST_FIELDS = ("id.orig_h", "id.resp_h")
@@ -54,9 +63,19 @@ def _choice(rng: np.random.Generator, values: list[Any], n: int, p: list[float] 
 
 
 def _flows(
-    rng: np.random.Generator, n: int, *, proto: str | np.ndarray, resp_p: np.ndarray, state: np.ndarray | str,
-    ob: np.ndarray, rb: np.ndarray, dur: np.ndarray, history: np.ndarray | str, service: np.ndarray | str = "-",
-    op: np.ndarray | None = None, rp: np.ndarray | None = None,
+    rng: np.random.Generator,
+    n: int,
+    *,
+    proto: str | np.ndarray,
+    resp_p: np.ndarray,
+    state: np.ndarray | str,
+    ob: np.ndarray,
+    rb: np.ndarray,
+    dur: np.ndarray,
+    history: np.ndarray | str,
+    service: np.ndarray | str = "-",
+    op: np.ndarray | None = None,
+    rp: np.ndarray | None = None,
 ) -> Columns:
     """Columns for `n` flows; packets and IP-level bytes follow from the payload unless given."""
     protos = np.full(n, proto, dtype=object) if isinstance(proto, str) else proto
@@ -88,77 +107,198 @@ def _flows(
 
 # -- playbooks -----------------------------------------------------------------------------
 
+
 def benign_web(rng, n):
     port = _choice(rng, [80, 443, 443, 8080], n).astype(np.int64)
     service = np.where(port == 80, "http", np.where(port == 443, "ssl", "-")).astype(object)
-    return _flows(rng, n, proto="tcp", resp_p=port, state="SF", ob=rng.integers(200, 2001, n),
-                  rb=rng.integers(500, 60001, n), dur=rng.uniform(0.05, 5, n), history="ShADadFf", service=service)
+    return _flows(
+        rng,
+        n,
+        proto="tcp",
+        resp_p=port,
+        state="SF",
+        ob=rng.integers(200, 2001, n),
+        rb=rng.integers(500, 60001, n),
+        dur=rng.uniform(0.05, 5, n),
+        history="ShADadFf",
+        service=service,
+    )
 
 
 def benign_dns(rng, n):
-    return _flows(rng, n, proto="udp", resp_p=np.full(n, 53), state="SF", ob=rng.integers(30, 81, n),
-                  rb=rng.integers(60, 301, n), dur=rng.uniform(0, 0.2, n), history="Dd", service="dns",
-                  op=np.ones(n, np.int64), rp=np.ones(n, np.int64))
+    return _flows(
+        rng,
+        n,
+        proto="udp",
+        resp_p=np.full(n, 53),
+        state="SF",
+        ob=rng.integers(30, 81, n),
+        rb=rng.integers(60, 301, n),
+        dur=rng.uniform(0, 0.2, n),
+        history="Dd",
+        service="dns",
+        op=np.ones(n, np.int64),
+        rp=np.ones(n, np.int64),
+    )
 
 
 def benign_ntp(rng, n):
-    return _flows(rng, n, proto="udp", resp_p=np.full(n, 123), state="SF", ob=np.full(n, 48), rb=np.full(n, 48),
-                  dur=rng.uniform(0, 0.1, n), history="Dd", op=np.ones(n, np.int64), rp=np.ones(n, np.int64))
+    return _flows(
+        rng,
+        n,
+        proto="udp",
+        resp_p=np.full(n, 123),
+        state="SF",
+        ob=np.full(n, 48),
+        rb=np.full(n, 48),
+        dur=rng.uniform(0, 0.1, n),
+        history="Dd",
+        op=np.ones(n, np.int64),
+        rp=np.ones(n, np.int64),
+    )
 
 
 def benign_mqtt(rng, n):
     port = _choice(rng, [1883, 8883], n).astype(np.int64)
-    return _flows(rng, n, proto="tcp", resp_p=port, state="SF", ob=rng.integers(100, 901, n), rb=rng.integers(20, 401, n),
-                  dur=rng.uniform(10, 600, n), history="ShADadfF", service=np.where(port == 8883, "ssl", "-").astype(object))
+    return _flows(
+        rng,
+        n,
+        proto="tcp",
+        resp_p=port,
+        state="SF",
+        ob=rng.integers(100, 901, n),
+        rb=rng.integers(20, 401, n),
+        dur=rng.uniform(10, 600, n),
+        history="ShADadfF",
+        service=np.where(port == 8883, "ssl", "-").astype(object),
+    )
 
 
 def benign_failed(rng, n):  # a device retrying an unreachable cloud endpoint: scan-like, benign
-    return _flows(rng, n, proto="tcp", resp_p=np.full(n, 443), state="S0", ob=np.zeros(n), rb=np.zeros(n),
-                  dur=np.zeros(n), history="S", op=rng.integers(1, 4, n), rp=np.zeros(n, np.int64))
+    return _flows(
+        rng,
+        n,
+        proto="tcp",
+        resp_p=np.full(n, 443),
+        state="S0",
+        ob=np.zeros(n),
+        rb=np.zeros(n),
+        dur=np.zeros(n),
+        history="S",
+        op=rng.integers(1, 4, n),
+        rp=np.zeros(n, np.int64),
+    )
 
 
 def port_scan(rng, n):
     common = _choice(rng, [22, 23, 80, 81, 443, 2222, 8080, 8291, 37215], n).astype(np.int64)
     port = np.where(rng.random(n) < 0.4, rng.integers(1, 65536, n), common)
-    return _flows(rng, n, proto="tcp", resp_p=port, state=_choice(rng, ["S0", "S0", "REJ"], n), ob=np.zeros(n),
-                  rb=np.zeros(n), dur=np.where(rng.random(n) < 0.7, 0.0, rng.uniform(0, 0.01, n)), history="S",
-                  op=rng.integers(1, 3, n), rp=np.zeros(n, np.int64))
+    return _flows(
+        rng,
+        n,
+        proto="tcp",
+        resp_p=port,
+        state=_choice(rng, ["S0", "S0", "REJ"], n),
+        ob=np.zeros(n),
+        rb=np.zeros(n),
+        dur=np.where(rng.random(n) < 0.7, 0.0, rng.uniform(0, 0.01, n)),
+        history="S",
+        op=rng.integers(1, 3, n),
+        rp=np.zeros(n, np.int64),
+    )
 
 
 def brute_force(rng, n):
     port = _choice(rng, [22, 23, 2323, 21, 3389], n).astype(np.int64)
-    return _flows(rng, n, proto="tcp", resp_p=port, state=_choice(rng, ["SF", "RSTO", "RSTR", "S1"], n),
-                  ob=rng.integers(20, 301, n), rb=rng.integers(20, 401, n), dur=rng.uniform(0.2, 4.0, n),
-                  history="ShAdDaFr", service=np.where(port == 22, "ssh", np.where(port == 21, "ftp", "-")).astype(object))
+    return _flows(
+        rng,
+        n,
+        proto="tcp",
+        resp_p=port,
+        state=_choice(rng, ["SF", "RSTO", "RSTR", "S1"], n),
+        ob=rng.integers(20, 301, n),
+        rb=rng.integers(20, 401, n),
+        dur=rng.uniform(0.2, 4.0, n),
+        history="ShAdDaFr",
+        service=np.where(port == 22, "ssh", np.where(port == 21, "ftp", "-")).astype(object),
+    )
 
 
 def c2_beacon_irc(rng, n):
-    return _flows(rng, n, proto="tcp", resp_p=_choice(rng, [6667, 6697, 8081], n).astype(np.int64), state="SF",
-                  ob=rng.integers(50, 401, n), rb=rng.integers(50, 801, n), dur=rng.uniform(30, 300, n), history="ShADadFf")
+    return _flows(
+        rng,
+        n,
+        proto="tcp",
+        resp_p=_choice(rng, [6667, 6697, 8081], n).astype(np.int64),
+        state="SF",
+        ob=rng.integers(50, 401, n),
+        rb=rng.integers(50, 801, n),
+        dur=rng.uniform(30, 300, n),
+        history="ShADadFf",
+    )
 
 
 def c2_beacon_https(rng, n):  # beaconing over 443: looks like web traffic to a rule baseline
-    return _flows(rng, n, proto="tcp", resp_p=np.full(n, 443), state="SF", ob=rng.integers(150, 301, n),
-                  rb=rng.integers(100, 251, n), dur=rng.uniform(0.1, 1.0, n), history="ShADadFf", service="ssl")
+    return _flows(
+        rng,
+        n,
+        proto="tcp",
+        resp_p=np.full(n, 443),
+        state="SF",
+        ob=rng.integers(150, 301, n),
+        rb=rng.integers(100, 251, n),
+        dur=rng.uniform(0.1, 1.0, n),
+        history="ShADadFf",
+        service="ssl",
+    )
 
 
 def exfiltration(rng, n):
     port = _choice(rng, [8443, 4444, 9001, 21, 443], n).astype(np.int64)
-    return _flows(rng, n, proto="tcp", resp_p=port, state="SF", ob=rng.integers(1_000_000, 20_000_001, n),
-                  rb=rng.integers(100, 2001, n), dur=rng.uniform(20, 600, n), history="ShADadFf",
-                  service=np.where(port == 443, "ssl", np.where(port == 21, "ftp-data", "-")).astype(object))
+    return _flows(
+        rng,
+        n,
+        proto="tcp",
+        resp_p=port,
+        state="SF",
+        ob=rng.integers(1_000_000, 20_000_001, n),
+        rb=rng.integers(100, 2001, n),
+        dur=rng.uniform(20, 600, n),
+        history="ShADadFf",
+        service=np.where(port == 443, "ssl", np.where(port == 21, "ftp-data", "-")).astype(object),
+    )
 
 
 def udp_flood(rng, n):
-    return _flows(rng, n, proto="udp", resp_p=rng.integers(1024, 65536, n), state="S0",
-                  ob=rng.integers(50_000, 500_001, n), rb=np.zeros(n), dur=rng.uniform(0.5, 10, n), history="D",
-                  op=rng.integers(600, 6001, n), rp=np.zeros(n, np.int64))
+    return _flows(
+        rng,
+        n,
+        proto="udp",
+        resp_p=rng.integers(1024, 65536, n),
+        state="S0",
+        ob=rng.integers(50_000, 500_001, n),
+        rb=np.zeros(n),
+        dur=rng.uniform(0.5, 10, n),
+        history="D",
+        op=rng.integers(600, 6001, n),
+        rp=np.zeros(n, np.int64),
+    )
 
 
 def syn_flood(rng, n):
-    return _flows(rng, n, proto="tcp", resp_p=_choice(rng, [80, 443, 8080], n).astype(np.int64), state="S0",
-                  ob=np.zeros(n), rb=np.zeros(n), dur=rng.uniform(1, 30, n), history="S",
-                  op=rng.integers(500, 5001, n), rp=np.zeros(n, np.int64))
+    return _flows(
+        rng,
+        n,
+        proto="tcp",
+        resp_p=_choice(rng, [80, 443, 8080], n).astype(np.int64),
+        state="S0",
+        ob=np.zeros(n),
+        rb=np.zeros(n),
+        dur=rng.uniform(1, 30, n),
+        history="S",
+        op=rng.integers(500, 5001, n),
+        rp=np.zeros(n, np.int64),
+    )
 
 
 def _ports(cols: Columns, ports: set[int]) -> np.ndarray:
@@ -182,44 +322,110 @@ class Playbook:
 
 
 PLAYBOOKS: dict[str, Playbook] = {
-    "benign_web": Playbook("Benign", "benign", 4, benign_web,
-                           lambda c: (c["conn_state"] == "SF") & (c["resp_bytes"] > 0), "completed exchange with a response"),
-    "benign_dns": Playbook("Benign", "benign", 2, benign_dns,
-                           lambda c: (c["proto"] == "udp") & (c["id.resp_p"] == 53) & (c["orig_bytes"] < 512),
-                           "small UDP query to port 53"),
-    "benign_ntp": Playbook("Benign", "benign", 1, benign_ntp,
-                           lambda c: (c["id.resp_p"] == 123) & (c["orig_bytes"] <= 96), "NTP-sized exchange on 123"),
-    "benign_mqtt": Playbook("Benign", "benign", 2, benign_mqtt,
-                            lambda c: _ports(c, {1883, 8883}) & (c["orig_bytes"] < 10_000),
-                            "small MQTT telemetry session"),
-    "benign_failed_connection": Playbook("Benign", "benign", 1, benign_failed,
-                                         lambda c: (c["id.resp_p"] == 443) & ~_payload(c) & (c["orig_pkts"] <= 5),
-                                         "a few unanswered SYNs to one cloud endpoint"),
-    "port_scan": Playbook("Malicious", "port_scan", 3, port_scan,
-                          lambda c: ~_payload(c) & np.isin(c["conn_state"], ["S0", "REJ", "RSTOS0", "RSTR", "SH"]),
-                          "no payload, connection not established"),
-    "brute_force": Playbook("Malicious", "brute_force", 2, brute_force,
-                            lambda c: _ports(c, {21, 22, 23, 2323, 3389}) & (c["duration"] < 10) & (c["orig_bytes"] < 2_000),
-                            "short session to an authentication port"),
-    "c2_beacon_irc": Playbook("Malicious", "c2_beaconing", 1, c2_beacon_irc,
-                              lambda c: _ports(c, {6667, 6697, 8081}) & (c["orig_bytes"] < 2_000),
-                              "small periodic session to a C&C port"),
-    "c2_beacon_https": Playbook("Malicious", "c2_beaconing", 1.5, c2_beacon_https,
-                                lambda c: (c["id.resp_p"] == 443) & (c["orig_bytes"] < 1_000) & (c["resp_bytes"] < 1_000)
-                                & (c["duration"] < 5), "small, short, fixed-size beacon over 443"),
-    "exfiltration": Playbook("Malicious", "exfiltration", 1, exfiltration,
-                             lambda c: (c["orig_bytes"] >= 1_000_000) & (c["orig_bytes"] > 100 * c["resp_bytes"]),
-                             "at least 1 MB uploaded, 100x more than received"),
-    "udp_flood": Playbook("Malicious", "ddos", 1.5, udp_flood,
-                          lambda c: (c["proto"] == "udp") & (c["orig_pkts"] >= 500) & (c["resp_bytes"] == 0),
-                          "at least 500 packets, no answer"),
-    "syn_flood": Playbook("Malicious", "ddos", 1, syn_flood,
-                          lambda c: (c["proto"] == "tcp") & (c["orig_pkts"] >= 500) & ~_payload(c)
-                          & (c["conn_state"] == "S0"), "at least 500 SYNs, no handshake"),
+    "benign_web": Playbook(
+        "Benign",
+        "benign",
+        4,
+        benign_web,
+        lambda c: (c["conn_state"] == "SF") & (c["resp_bytes"] > 0),
+        "completed exchange with a response",
+    ),
+    "benign_dns": Playbook(
+        "Benign",
+        "benign",
+        2,
+        benign_dns,
+        lambda c: (c["proto"] == "udp") & (c["id.resp_p"] == 53) & (c["orig_bytes"] < 512),
+        "small UDP query to port 53",
+    ),
+    "benign_ntp": Playbook(
+        "Benign",
+        "benign",
+        1,
+        benign_ntp,
+        lambda c: (c["id.resp_p"] == 123) & (c["orig_bytes"] <= 96),
+        "NTP-sized exchange on 123",
+    ),
+    "benign_mqtt": Playbook(
+        "Benign",
+        "benign",
+        2,
+        benign_mqtt,
+        lambda c: _ports(c, {1883, 8883}) & (c["orig_bytes"] < 10_000),
+        "small MQTT telemetry session",
+    ),
+    "benign_failed_connection": Playbook(
+        "Benign",
+        "benign",
+        1,
+        benign_failed,
+        lambda c: (c["id.resp_p"] == 443) & ~_payload(c) & (c["orig_pkts"] <= 5),
+        "a few unanswered SYNs to one cloud endpoint",
+    ),
+    "port_scan": Playbook(
+        "Malicious",
+        "port_scan",
+        3,
+        port_scan,
+        lambda c: ~_payload(c) & np.isin(c["conn_state"], ["S0", "REJ", "RSTOS0", "RSTR", "SH"]),
+        "no payload, connection not established",
+    ),
+    "brute_force": Playbook(
+        "Malicious",
+        "brute_force",
+        2,
+        brute_force,
+        lambda c: _ports(c, {21, 22, 23, 2323, 3389}) & (c["duration"] < 10) & (c["orig_bytes"] < 2_000),
+        "short session to an authentication port",
+    ),
+    "c2_beacon_irc": Playbook(
+        "Malicious",
+        "c2_beaconing",
+        1,
+        c2_beacon_irc,
+        lambda c: _ports(c, {6667, 6697, 8081}) & (c["orig_bytes"] < 2_000),
+        "small periodic session to a C&C port",
+    ),
+    "c2_beacon_https": Playbook(
+        "Malicious",
+        "c2_beaconing",
+        1.5,
+        c2_beacon_https,
+        lambda c: (c["id.resp_p"] == 443) & (c["orig_bytes"] < 1_000) & (c["resp_bytes"] < 1_000) & (c["duration"] < 5),
+        "small, short, fixed-size beacon over 443",
+    ),
+    "exfiltration": Playbook(
+        "Malicious",
+        "exfiltration",
+        1,
+        exfiltration,
+        lambda c: (c["orig_bytes"] >= 1_000_000) & (c["orig_bytes"] > 100 * c["resp_bytes"]),
+        "at least 1 MB uploaded, 100x more than received",
+    ),
+    "udp_flood": Playbook(
+        "Malicious",
+        "ddos",
+        1.5,
+        udp_flood,
+        lambda c: (c["proto"] == "udp") & (c["orig_pkts"] >= 500) & (c["resp_bytes"] == 0),
+        "at least 500 packets, no answer",
+    ),
+    "syn_flood": Playbook(
+        "Malicious",
+        "ddos",
+        1,
+        syn_flood,
+        lambda c: (c["proto"] == "tcp") & (c["orig_pkts"] >= 500) & ~_payload(c) & (c["conn_state"] == "S0"),
+        "at least 500 SYNs, no handshake",
+    ),
 }
 """Scenarios a seed corpus may name too: the bundled IoT-23 sample's scenario names map here."""
-SCENARIO_ALIASES = {"telnet_bruteforce": "brute_force", "cc_beacon_irc": "c2_beacon_irc", "cc_beacon_https": "c2_beacon_https",
-                    "benign_midstream": None}
+SCENARIO_ALIASES = {
+    "telnet_bruteforce": "brute_force",
+    "cc_beacon_irc": "c2_beacon_irc",
+    "cc_beacon_https": "c2_beacon_https",
+    "benign_midstream": None,
+}
 
 
 def scenario_playbook(name: str | None) -> Playbook | None:
@@ -266,8 +472,12 @@ def playbook_flows(n: int, rng: np.random.Generator, attack_share: float = 0.5) 
                 continue
             book = PLAYBOOKS[name]
             cols = book.make(rng, count)
-            cols.update(label=np.full(count, label, dtype=object), scenario=np.full(count, name, dtype=object),
-                        family=np.full(count, book.family, dtype=object), origin=np.full(count, "playbook", dtype=object))
+            cols.update(
+                label=np.full(count, label, dtype=object),
+                scenario=np.full(count, name, dtype=object),
+                family=np.full(count, book.family, dtype=object),
+                origin=np.full(count, "playbook", dtype=object),
+            )
             parts.append(cols)
     out = concat(parts)
     return take(out, rng.permutation(len(out["label"])))
@@ -308,8 +518,9 @@ def _scale_count(values: np.ndarray, factor: np.ndarray) -> np.ndarray:
     return np.where(values > 0, np.maximum(scaled, 1), 0)
 
 
-def perturb_flows(seed: Columns, n: int, rng: np.random.Generator, *, port_swap_p: float = 0.2,
-                  sigma: float = 0.25) -> Columns:
+def perturb_flows(
+    seed: Columns, n: int, rng: np.random.Generator, *, port_swap_p: float = 0.2, sigma: float = 0.25
+) -> Columns:
     """`n` variants of seed flows (sampled with replacement): source ports resampled,
     responder ports swapped within a family with probability `port_swap_p`, durations and
     byte counts scaled by log-normal factors (sigma), packets scaled with the bytes and
@@ -325,7 +536,9 @@ def perturb_flows(seed: Columns, n: int, rng: np.random.Generator, *, port_swap_
     tcp = cols["proto"] == "tcp"
     cols["id.orig_p"] = np.where(tcp, rng.integers(32768, 61000, n), rng.integers(1024, 65536, n)).astype(np.int64)
     cols["id.resp_p"] = _swap_ports(cols["id.resp_p"].astype(np.int64), rng, port_swap_p)
-    cols["duration"] = np.round(np.clip(cols["duration"].astype(np.float64) * rng.lognormal(0, sigma, n), 0, MAX_DURATION_S), 6)
+    cols["duration"] = np.round(
+        np.clip(cols["duration"].astype(np.float64) * rng.lognormal(0, sigma, n), 0, MAX_DURATION_S), 6
+    )
     for side in ("orig", "resp"):
         factor = rng.lognormal(0, sigma, n)
         bytes_, pkts = cols[f"{side}_bytes"].astype(np.int64), cols[f"{side}_pkts"].astype(np.int64)
@@ -358,7 +571,11 @@ def seed_columns(flows: list[Mapping[str, Any]]) -> tuple[Columns, list[tuple[in
         if flow.get("label") not in GOLD_LABELS:
             problems.append((i, f"label {flow.get('label')!r} is not one of {list(GOLD_LABELS)}"))
             continue
-        bad = [name for name in (*INT_FIELDS, "duration") if not isinstance(flow[name], (int, float)) or isinstance(flow[name], bool)]
+        bad = [
+            name
+            for name in (*INT_FIELDS, "duration")
+            if not isinstance(flow[name], (int, float)) or isinstance(flow[name], bool)
+        ]
         if bad:
             problems.append((i, f"non-numeric field(s) {bad}"))
             continue
@@ -374,7 +591,9 @@ def seed_columns(flows: list[Mapping[str, Any]]) -> tuple[Columns, list[tuple[in
         scenarios = [SCENARIO_ALIASES.get(s) or s for s in named]  # canonical name where a playbook matches
         cols["label"] = np.array([f["label"] for f in kept], dtype=object)
         cols["scenario"] = np.array([s or "unknown" for s in scenarios], dtype=object)
-        cols["family"] = np.array([PLAYBOOKS[s].family if s in PLAYBOOKS else "unknown" for s in scenarios], dtype=object)
+        cols["family"] = np.array(
+            [PLAYBOOKS[s].family if s in PLAYBOOKS else "unknown" for s in scenarios], dtype=object
+        )
         cols["origin"] = np.full(n, "seed", dtype=object)
         for host in HOST_FIELDS:
             if all(host in f for f in kept):
@@ -383,6 +602,7 @@ def seed_columns(flows: list[Mapping[str, Any]]) -> tuple[Columns, list[tuple[in
 
 
 # -- validation and labelling -------------------------------------------------------------
+
 
 def validate_flows(cols: Columns) -> np.ndarray:
     """Per row: None when the flow is in the schema with valid values, else the first
@@ -399,12 +619,23 @@ def validate_flows(cols: Columns) -> np.ndarray:
     flag(~np.isin(cols["conn_state"], list(ZEEK_STATES)), "conn_state is not a Zeek connection state")
     duration = cols["duration"].astype(np.float64)
     flag(~np.isfinite(duration) | (duration < 0) | (duration > MAX_DURATION_S), "duration not in 0..7 days")
-    for name in ("orig_bytes", "resp_bytes", "missed_bytes", "orig_pkts", "resp_pkts", "orig_ip_bytes", "resp_ip_bytes"):
+    for name in (
+        "orig_bytes",
+        "resp_bytes",
+        "missed_bytes",
+        "orig_pkts",
+        "resp_pkts",
+        "orig_ip_bytes",
+        "resp_ip_bytes",
+    ):
         flag((cols[name] < 0) | (cols[name] > MAX_BYTES), f"{name} not in 0..1e12")
     for side in ("orig", "resp"):
         flag(cols[f"{side}_ip_bytes"] < cols[f"{side}_bytes"], f"{side}_ip_bytes smaller than {side}_bytes")
         flag((cols[f"{side}_bytes"] > 0) & (cols[f"{side}_pkts"] == 0), f"{side}_bytes without packets")
-    flag(np.array([not _HISTORY.match(str(h)) for h in cols["history"]], dtype=bool), "history is not a Zeek history string")
+    flag(
+        np.array([not _HISTORY.match(str(h)) for h in cols["history"]], dtype=bool),
+        "history is not a Zeek history string",
+    )
     flag(~np.isin(cols["label"], list(GOLD_LABELS)), f"label not one of {list(GOLD_LABELS)}")
     return reasons
 
@@ -423,8 +654,11 @@ def verify_labels(cols: Columns) -> np.ndarray:
         sub = take(cols, np.flatnonzero(rows))
         broken = ~book.invariant(sub)
         wrong_label = sub["label"] != book.label
-        why = np.where(wrong_label, f"scenario {name} is {book.label}, row says otherwise",
-                       np.where(broken, f"{name} invariant broken: {book.rule}", None))
+        why = np.where(
+            wrong_label,
+            f"scenario {name} is {book.label}, row says otherwise",
+            np.where(broken, f"{name} invariant broken: {book.rule}", None),
+        )
         reasons[np.flatnonzero(rows)] = why
     return reasons
 
@@ -442,17 +676,28 @@ def difficulty(cols: Columns) -> np.ndarray:
 
 
 def flow_dict(cols: Columns, i: int) -> dict[str, Any]:
-    return {name: cols[name][i].item() if hasattr(cols[name][i], "item") else cols[name][i] for name in FLOW_FIELD_NAMES}
+    return {
+        name: cols[name][i].item() if hasattr(cols[name][i], "item") else cols[name][i] for name in FLOW_FIELD_NAMES
+    }
 
 
 def example(cols: Columns, i: int, example_id: str, info: Mapping[str, Any]) -> dict[str, Any]:
     """Row `i` in E1's dataset schema ({id, question, answer, info})."""
-    return {"id": example_id, "question": render_flow_question(flow_dict(cols, i)), "answer": str(cols["label"][i]),
-            "info": {**info, "scenario": str(cols["scenario"][i]), "family": str(cols["family"][i]),
-                     "origin": str(cols["origin"][i])}}
+    return {
+        "id": example_id,
+        "question": render_flow_question(flow_dict(cols, i)),
+        "answer": str(cols["label"][i]),
+        "info": {
+            **info,
+            "scenario": str(cols["scenario"][i]),
+            "family": str(cols["family"][i]),
+            "origin": str(cols["origin"][i]),
+        },
+    }
 
 
 # -- model variations ---------------------------------------------------------------------
+
 
 def variation_prompt(scenario: str) -> str:
     """What a seed model is asked for: one flow of a playbook, as JSON."""

@@ -64,8 +64,14 @@ class FlowGenerator:
     generator_id = GENERATOR
     verifier = s.VERIFIER_ID
 
-    def __init__(self, seed_cols: s.Columns | None, seed_sources: Sequence[str], *, perturb_share: float = 0.5,
-                 attack_share: float = 0.5) -> None:
+    def __init__(
+        self,
+        seed_cols: s.Columns | None,
+        seed_sources: Sequence[str],
+        *,
+        perturb_share: float = 0.5,
+        attack_share: float = 0.5,
+    ) -> None:
         self.seed_cols = seed_cols
         self.seed_sources = np.asarray(seed_sources, dtype=object)
         self.n_seed = 0 if seed_cols is None else len(seed_cols["label"])
@@ -75,11 +81,14 @@ class FlowGenerator:
     def columns(self) -> list[tuple[str, str]]:
         with_hosts = self.seed_cols is not None and all(h in self.seed_cols for h in s.HOST_FIELDS)
         return [
-            ("id", "string"), *((name, "int64") for name in s.INT_FIELDS), ("duration", "float64"),
+            ("id", "string"),
+            *((name, "int64") for name in s.INT_FIELDS),
+            ("duration", "float64"),
             *((name, "string") for name in s.STR_FIELDS),
             *((host, "string") for host in s.HOST_FIELDS if with_hosts),
             *((name, "string") for name in ("label", "scenario", "family", "origin", "seed_source", "seed_model")),
-            ("difficulty", "int64"), ("temperature", "float64"),
+            ("difficulty", "int64"),
+            ("temperature", "float64"),
         ]
 
     def templates(self, n: int, rng: np.random.Generator) -> s.Columns:
@@ -91,7 +100,7 @@ class FlowGenerator:
         m = len(cols["label"])
         sources = np.full(m, None, dtype=object)
         if "seed_index" in parts[-1] and n_pert:
-            sources[m - n_pert:] = self.seed_sources[parts[-1]["seed_index"]]
+            sources[m - n_pert :] = self.seed_sources[parts[-1]["seed_index"]]
         cols["seed_source"] = sources
         return cols
 
@@ -121,34 +130,53 @@ class FlowGenerator:
         return {"perturb_share": self.perturb_share, "attack_share": self.attack_share}
 
     def versions(self) -> dict[str, Any]:
-        return {"labeller": s.VERIFIER_ID, "scenarios": {name: book.rule for name, book in s.PLAYBOOKS.items()},
-                "difficulty": "sv_env_network_logs.baseline.classify_flow"}
+        return {
+            "labeller": s.VERIFIER_ID,
+            "scenarios": {name: book.rule for name, book in s.PLAYBOOKS.items()},
+            "difficulty": "sv_env_network_logs.baseline.classify_flow",
+        }
 
 
 def make_generator(seeds: Seeds, options: Mapping[str, Any]) -> FlowGenerator:
-    return FlowGenerator(seeds.data, seeds.sources, perturb_share=options.get("perturb_share", 0.5),
-                         attack_share=options.get("attack_share", 0.5))
+    return FlowGenerator(
+        seeds.data,
+        seeds.sources,
+        perturb_share=options.get("perturb_share", 0.5),
+        attack_share=options.get("attack_share", 0.5),
+    )
 
 
 def table_rows(records: Iterable[Mapping[str, Any]]) -> Iterator[Row]:
     """E1 dataset rows ({id, question, answer, info}) from the batch table's records."""
     for record in records:
-        info = {"synthetic": record["synthetic"], "sample": record["sample"], "scenario": record["scenario"],
-                "family": record["family"], "origin": record["origin"], "difficulty": record["difficulty"],
-                "difficulty_basis": "rule baseline wrong" if record["difficulty"] else "rule baseline right",
-                "partition": record["partition"], "batch_id": record["batch_id"], "generator": GENERATOR}
+        info = {
+            "synthetic": record["synthetic"],
+            "sample": record["sample"],
+            "scenario": record["scenario"],
+            "family": record["family"],
+            "origin": record["origin"],
+            "difficulty": record["difficulty"],
+            "difficulty_basis": "rule baseline wrong" if record["difficulty"] else "rule baseline right",
+            "partition": record["partition"],
+            "batch_id": record["batch_id"],
+            "generator": GENERATOR,
+        }
         if record.get("seed_source"):
             info["seed_source"] = record["seed_source"]
         if record.get("seed_model"):
             info["seed_model"] = {"name": record["seed_model"], "temperature": record["temperature"]}
-        yield {"id": record["id"], "question": render_flow_question({k: record[k] for k in FLOW_FIELD_NAMES}),
-               "answer": record["label"], "info": info}
+        yield {
+            "id": record["id"],
+            "question": render_flow_question({k: record[k] for k in FLOW_FIELD_NAMES}),
+            "answer": record["label"],
+            "info": info,
+        }
 
 
 SYNTHETIC = SyntheticSpec(
     description="attack playbooks (port scan, brute force, C&C beaconing, exfiltration, DDoS) and benign IoT flows, "
-                "plus perturbed flows of dataset/e1's train split; labels checked against each scenario's invariants; "
-                "Parquet",
+    "plus perturbed flows of dataset/e1's train split; labels checked against each scenario's invariants; "
+    "Parquet",
     batch_size=2000,  # feeds training: thousands a day
     read_seeds=read_seeds,
     make_generator=make_generator,

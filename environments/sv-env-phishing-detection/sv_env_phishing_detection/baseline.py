@@ -16,19 +16,42 @@ from sv_env_phishing_detection.urltools import SHORTENERS, blocklist, host_of, l
 
 URGENCY: tuple[str, ...] = (
     # en
-    "urgent", "immediately", "within 24 hours", "account will be suspended", "final notice", "act now",
+    "urgent",
+    "immediately",
+    "within 24 hours",
+    "account will be suspended",
+    "final notice",
+    "act now",
     # de
-    "dringend", "sofort", "innerhalb von 24 stunden", "konto wird gesperrt", "letzte mahnung",
+    "dringend",
+    "sofort",
+    "innerhalb von 24 stunden",
+    "konto wird gesperrt",
+    "letzte mahnung",
     # es
-    "urgente", "inmediatamente", "en 24 horas", "cuenta será suspendida", "último aviso",
+    "urgente",
+    "inmediatamente",
+    "en 24 horas",
+    "cuenta será suspendida",
+    "último aviso",
     # fr
-    "immédiatement", "sous 24 heures", "compte sera suspendu", "dernier avis",
+    "immédiatement",
+    "sous 24 heures",
+    "compte sera suspendu",
+    "dernier avis",
 )
 CREDENTIALS: tuple[str, ...] = (
-    "verify your password", "confirm your login", "enter your credentials",
-    "bestätigen sie ihr passwort", "zugangsdaten",
-    "verifique su contraseña", "datos de acceso", "credenciales",
-    "confirmez votre mot de passe", "identifiants", "informations de connexion",
+    "verify your password",
+    "confirm your login",
+    "enter your credentials",
+    "bestätigen sie ihr passwort",
+    "zugangsdaten",
+    "verifique su contraseña",
+    "datos de acceso",
+    "credenciales",
+    "confirmez votre mot de passe",
+    "identifiants",
+    "informations de connexion",
 )
 _URGENCY_RE = re.compile("|".join(re.escape(p) for p in URGENCY), re.IGNORECASE)
 _CRED_RE = re.compile("|".join(re.escape(p) for p in CREDENTIALS), re.IGNORECASE)

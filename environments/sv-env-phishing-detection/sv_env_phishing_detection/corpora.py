@@ -43,8 +43,12 @@ def _item(spec: SourceSpec, raw_email: dict[str, Any], label: str, ref: str) -> 
     info = {"email": mail, "scenario": spec.id, "source": spec.id, "sample": False}
     if notes:
         info["notes"] = notes
-    return Item("e4", {"id": f"{spec.id}-{short_hash(question)}", "question": question, "answer": label, "info": info},
-                spec.id, ref)
+    return Item(
+        "e4",
+        {"id": f"{spec.id}-{short_hash(question)}", "question": question, "answer": label, "info": info},
+        spec.id,
+        ref,
+    )
 
 
 def _add(result: Normalised, made: Item | dict[str, Any]) -> None:
@@ -88,9 +92,13 @@ def _eml_fields(text: str) -> dict[str, Any]:
         body = re.sub(r"\n\s*\n+", "\n\n", _TAG.sub("", body))
     attachments = [part.get_filename() for part in message.iter_attachments()] if message.is_multipart() else []
     return {
-        "from": str(message.get("From", "")), "reply_to": str(message.get("Reply-To", "")),
-        "to": str(message.get("To", "")), "subject": str(message.get("Subject", "")), "body": body,
-        "links": _links(body, " ".join(hrefs)), "attachments": [a for a in attachments if a],
+        "from": str(message.get("From", "")),
+        "reply_to": str(message.get("Reply-To", "")),
+        "to": str(message.get("To", "")),
+        "subject": str(message.get("Subject", "")),
+        "body": body,
+        "links": _links(body, " ".join(hrefs)),
+        "attachments": [a for a in attachments if a],
     }
 
 
@@ -105,7 +113,9 @@ def eml(spec: SourceSpec, frame: Any) -> Normalised:
         try:
             raw = _eml_fields(text_of(row["text"]))
         except Exception as exc:  # the email package raises many types on broken messages
-            result.rejects.append(reject(spec.id, ref, f"not a parsable email ({type(exc).__name__}: {str(exc)[:100]})"))
+            result.rejects.append(
+                reject(spec.id, ref, f"not a parsable email ({type(exc).__name__}: {str(exc)[:100]})")
+            )
             continue
         _add(result, _item(spec, raw, spec.label.value, ref))
     return result

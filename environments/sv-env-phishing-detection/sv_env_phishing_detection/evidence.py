@@ -46,21 +46,58 @@ DEFAULT_PENALTY = 0.25
 DEFAULT_MAX_ITEMS = 10
 MAX_ITEM_CHARS = 500
 
-RISKY_EXTENSIONS: frozenset[str] = frozenset({
-    "exe", "scr", "js", "vbs", "bat", "cmd", "ps1", "jar", "msi", "iso", "img", "lnk", "hta",
-    "html", "htm", "zip", "rar", "7z", "docm", "xlsm", "pptm",
-})
-FILE_EXTENSIONS: frozenset[str] = RISKY_EXTENSIONS | {"pdf", "doc", "docx", "xls", "xlsx", "csv", "txt",
-                                                      "png", "jpg", "jpeg", "gif", "ics", "ppt", "pptx"}
+RISKY_EXTENSIONS: frozenset[str] = frozenset(
+    {
+        "exe",
+        "scr",
+        "js",
+        "vbs",
+        "bat",
+        "cmd",
+        "ps1",
+        "jar",
+        "msi",
+        "iso",
+        "img",
+        "lnk",
+        "hta",
+        "html",
+        "htm",
+        "zip",
+        "rar",
+        "7z",
+        "docm",
+        "xlsm",
+        "pptm",
+    }
+)
+FILE_EXTENSIONS: frozenset[str] = RISKY_EXTENSIONS | {
+    "pdf",
+    "doc",
+    "docx",
+    "xls",
+    "xlsx",
+    "csv",
+    "txt",
+    "png",
+    "jpg",
+    "jpeg",
+    "gif",
+    "ics",
+    "ppt",
+    "pptx",
+}
 _EXT = "|".join(sorted(FILE_EXTENSIONS, key=len, reverse=True))
 
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'“”«»()\[\]]+", re.IGNORECASE)
 _ADDRESS = re.compile(r"[\w.+'-]+@[\w-]+(?:\.[\w-]+)+", re.UNICODE)
 _FILENAME = re.compile(rf"[\w()\[\] -]*?[\w)\]]\.(?:{_EXT})\b", re.IGNORECASE | re.UNICODE)
-_BARE_EXT = re.compile(rf"(?:(?<![\w])\.({_EXT})\b|\b({_EXT})\s+(?:attachment|file|anhang|adjunto|archivo|fichier|pièce))",
-                       re.IGNORECASE)
-_DOMAIN = re.compile(r"(?<![\w@.-])(?:[\w](?:[\w-]{0,61}[\w])?\.)+(?:xn--[a-z0-9-]+|[^\W\d_]{2,24})(?![\w-])",
-                     re.UNICODE)
+_BARE_EXT = re.compile(
+    rf"(?:(?<![\w])\.({_EXT})\b|\b({_EXT})\s+(?:attachment|file|anhang|adjunto|archivo|fichier|pièce))", re.IGNORECASE
+)
+_DOMAIN = re.compile(
+    r"(?<![\w@.-])(?:[\w](?:[\w-]{0,61}[\w])?\.)+(?:xn--[a-z0-9-]+|[^\W\d_]{2,24})(?![\w-])", re.UNICODE
+)
 _QUOTE = re.compile(r"\"([^\"]+)\"|“([^”]+)”|«([^»]+)»|„([^“”]+)[“”]|(?<![\w])'([^']+)'(?![\w])")
 _REPLY_TO = re.compile(r"reply[\s-]?to|mismatch|antwort(?:adresse| an)|responder a|répondre à", re.IGNORECASE)
 _ATTACHMENT_WORD = re.compile(r"attach|anhang|adjunto|pièce jointe|piece jointe", re.IGNORECASE)
@@ -126,8 +163,19 @@ def _hosts_from(email: dict[str, Any]) -> set[str]:
 def build_index(raw_email: Any) -> EmailIndex:
     email, _ = normalize_email(raw_email)
     hosts = _hosts_from(email)
-    text = norm("\n".join([email["from"], email["reply_to"], email["to"], email["subject"], email["body"],
-                           *email["links"], *email["attachments"]]))
+    text = norm(
+        "\n".join(
+            [
+                email["from"],
+                email["reply_to"],
+                email["to"],
+                email["subject"],
+                email["body"],
+                *email["links"],
+                *email["attachments"],
+            ]
+        )
+    )
     attachments = frozenset(norm(a) for a in email["attachments"])
     extensions = frozenset(a.rsplit(".", 1)[1] for a in attachments if "." in a)
     from_dom, reply_dom = address_domain(email["from"]), address_domain(email["reply_to"])
@@ -155,8 +203,12 @@ class ItemCheck:
 
     def to_dict(self) -> dict[str, Any]:
         item = self.item if isinstance(self.item, str) else repr(self.item)
-        return {"item": item[:MAX_ITEM_CHARS], "verified": self.verified, "claims": list(self.claims),
-                "reason": self.reason}
+        return {
+            "item": item[:MAX_ITEM_CHARS],
+            "verified": self.verified,
+            "claims": list(self.claims),
+            "reason": self.reason,
+        }
 
 
 def _substring(segment: str, index: EmailIndex) -> bool:
@@ -260,8 +312,14 @@ class EvidenceReport:
         object.__setattr__(self, "invented", len(self.checks) - verified + self.ignored)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"score": self.score, "verified": self.verified, "invented": self.invented,
-                "ignored": self.ignored, "note": self.note, "items": [c.to_dict() for c in self.checks]}
+        return {
+            "score": self.score,
+            "verified": self.verified,
+            "invented": self.invented,
+            "ignored": self.ignored,
+            "note": self.note,
+            "items": [c.to_dict() for c in self.checks],
+        }
 
 
 def evidence_report(

@@ -17,8 +17,13 @@ def build(tasks: list[Any], variant: str | None, context: dict[str, Any]) -> Ite
             index = build_index(email)
             # The baseline's cues, kept only where they verify against this email.
             evidence = [item for item in classify_email(email)[2] if check_item(item, index).verified]
-        yield SftExample(chat_messages(task), label_target(task.data.answer, evidence), task.key,
-                         difficulty=difficulty(task.data.info), source=str(task.data.info.get("source") or "curated"))
+        yield SftExample(
+            chat_messages(task),
+            label_target(task.data.answer, evidence),
+            task.key,
+            difficulty=difficulty(task.data.info),
+            source=str(task.data.info.get("source") or "curated"),
+        )
 
 
 SFT = SftSpec(build=build, variants=("mix",), mix_variant="mix")

@@ -34,8 +34,12 @@ GENERATOR_ID = "sv-env-phishing-detection/synthetic"
 GENERATOR_VERSION = "1"
 VERIFIER_ID = "e4-evidence-verifier@1"
 
-CAMPAIGNS = {"credential_harvest": "credential_harvest", "invoice_fraud": "invoice_fraud",
-             "delivery_notice": "delivery_notice", "ceo_fraud": "ceo_fraud"}
+CAMPAIGNS = {
+    "credential_harvest": "credential_harvest",
+    "invoice_fraud": "invoice_fraud",
+    "delivery_notice": "delivery_notice",
+    "ceo_fraud": "ceo_fraud",
+}
 _HOMOGLYPHS = {"a": "а", "e": "е", "o": "о", "p": "р", "c": "с", "x": "х", "y": "у"}
 _URL = re.compile(r"https?://[^\s]+")
 
@@ -111,9 +115,16 @@ def planted_evidence(email: dict[str, Any], label: str, lang: str) -> list[str]:
     return items
 
 
-def generate(n: int, rng: random.Random, *, id_prefix: str, phishing_share: float = 0.5,
-             obfuscation_rate: float = 0.5, languages: Sequence[str] = LANGUAGES,
-             info: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def generate(
+    n: int,
+    rng: random.Random,
+    *,
+    id_prefix: str,
+    phishing_share: float = 0.5,
+    obfuscation_rate: float = 0.5,
+    languages: Sequence[str] = LANGUAGES,
+    info: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
     """`n` candidate rows in E4's schema, languages rotating; about `phishing_share`
     phishing campaigns; each phishing email obfuscated with probability
     `obfuscation_rate`, and a few benign ones too (a newsletter's shortened link is
@@ -138,14 +149,24 @@ def generate(n: int, rng: random.Random, *, id_prefix: str, phishing_share: floa
                 applied.append(kind)
                 extra = planted if label == "Phishing" else []
         evidence = list(dict.fromkeys([*extra, *planted_evidence(email, label, lang)]))
-        rows.append({
-            "id": f"{id_prefix}-{i:05d}",
-            "question": render_email_question(email),
-            "answer": label,
-            "info": {"generator": f"{GENERATOR_ID}@{GENERATOR_VERSION}", **(info or {}), "language": lang,
-                     "scenario": name, "family": CAMPAIGNS.get(name, "transactional"), "hard": hard,
-                     "obfuscations": applied, "evidence_planned": evidence, "email": email},
-        })
+        rows.append(
+            {
+                "id": f"{id_prefix}-{i:05d}",
+                "question": render_email_question(email),
+                "answer": label,
+                "info": {
+                    "generator": f"{GENERATOR_ID}@{GENERATOR_VERSION}",
+                    **(info or {}),
+                    "language": lang,
+                    "scenario": name,
+                    "family": CAMPAIGNS.get(name, "transactional"),
+                    "hard": hard,
+                    "obfuscations": applied,
+                    "evidence_planned": evidence,
+                    "email": email,
+                },
+            }
+        )
     return rows
 
 
@@ -167,9 +188,13 @@ def label_row(row: dict[str, Any]) -> str | None:
     baseline, _, _ = classify_email(email)
     info.pop("evidence_planned", None)
     hard = baseline != row["answer"] or info.get("hard")
-    info.update(evidence=verified, evidence_dropped=[c["item"] for c in failed], baseline=baseline,
-                difficulty=2 if hard else 0,
-                difficulty_basis="rule baseline wrong or a hard template" if hard else "rule baseline right")
+    info.update(
+        evidence=verified,
+        evidence_dropped=[c["item"] for c in failed],
+        baseline=baseline,
+        difficulty=2 if hard else 0,
+        difficulty_basis="rule baseline wrong or a hard template" if hard else "rule baseline right",
+    )
     return None
 
 
@@ -195,9 +220,14 @@ def parse_variation(row: dict[str, Any], text: str, new_id: str) -> dict[str, An
     email["body"] = body
     email, _ = normalize_email(email)
     info = {**row["info"], "email": email}
-    obfuscated = [e for e in row["info"].get("evidence", []) + row["info"].get("evidence_planned", [])
-                  if e.startswith(("shortened link", "punycode lookalike"))]
-    info["evidence_planned"] = list(dict.fromkeys([*obfuscated, *planted_evidence(email, row["answer"], info["language"])]))
+    obfuscated = [
+        e
+        for e in row["info"].get("evidence", []) + row["info"].get("evidence_planned", [])
+        if e.startswith(("shortened link", "punycode lookalike"))
+    ]
+    info["evidence_planned"] = list(
+        dict.fromkeys([*obfuscated, *planted_evidence(email, row["answer"], info["language"])])
+    )
     for key in ("evidence", "evidence_dropped", "baseline", "difficulty", "difficulty_basis"):
         info.pop(key, None)
     return {**row, "id": new_id, "question": render_email_question(email), "info": info}

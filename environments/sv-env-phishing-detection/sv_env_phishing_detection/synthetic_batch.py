@@ -25,8 +25,13 @@ from sv_shared.synthetic import (
 
 def read_seeds(inputs: SyntheticInputs) -> Seeds:
     """No seeds to read: the scenario templates are the package's own."""
-    return Seeds(None, {"source": "scenario templates of sv_env_phishing_detection.samples",
-                        "note": "the bundled test emails come from the same templates (other seed)"})
+    return Seeds(
+        None,
+        {
+            "source": "scenario templates of sv_env_phishing_detection.samples",
+            "note": "the bundled test emails come from the same templates (other seed)",
+        },
+    )
 
 
 class EmailGenerator(RowCandidates):
@@ -59,8 +64,11 @@ class EmailGenerator(RowCandidates):
         return (row["answer"], f"{row['info']['scenario']}/{row['info']['language']}", row["info"]["difficulty"])
 
     def versions(self) -> dict[str, Any]:
-        return {"evidence": self.verifier, "tldextract": getattr(tldextract, "__version__", "unknown"),
-                "baseline": "sv_env_phishing_detection.baseline.classify_email"}
+        return {
+            "evidence": self.verifier,
+            "tldextract": getattr(tldextract, "__version__", "unknown"),
+            "baseline": "sv_env_phishing_detection.baseline.classify_email",
+        }
 
 
 def make_generator(seeds: Seeds, options: Mapping[str, Any]) -> EmailGenerator:
@@ -69,8 +77,8 @@ def make_generator(seeds: Seeds, options: Mapping[str, Any]) -> EmailGenerator:
 
 SYNTHETIC = SyntheticSpec(
     description="phishing campaigns (credential harvest, invoice fraud, delivery notice, CEO fraud) and benign "
-                "transactional mail in en/de/es/fr, some obfuscated (punycode homoglyphs, URL shorteners); "
-                "planted evidence verified by E4's evidence checker",
+    "transactional mail in en/de/es/fr, some obfuscated (punycode homoglyphs, URL shorteners); "
+    "planted evidence verified by E4's evidence checker",
     batch_size=64,  # cheap to check, but the point is novelty: tens a day
     read_seeds=read_seeds,
     make_generator=make_generator,

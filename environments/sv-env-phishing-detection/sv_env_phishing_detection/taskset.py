@@ -152,8 +152,13 @@ class PhishingTask(vf.Task[PhishingData, vf.State, PhishingTaskConfig]):
         entry = self._reply(completion)
         if entry[1] is None:
             answer, settings = entry[0], self.settings
-            entry[1] = evidence_report(answer.evidence, self.index, answer.label, penalty=settings.evidence_penalty,
-                                       max_items=settings.evidence_max_items)
+            entry[1] = evidence_report(
+                answer.evidence,
+                self.index,
+                answer.label,
+                penalty=settings.evidence_penalty,
+                max_items=settings.evidence_max_items,
+            )
         return entry[1]
 
     def details(self, completion: str | None) -> dict[str, Any]:
@@ -175,8 +180,9 @@ class PhishingTask(vf.Task[PhishingData, vf.State, PhishingTaskConfig]):
         return asymmetric_cost_reward(self._reply(reply)[0].label, self.data.answer, self.settings.costs)
 
     def _abstention(self, reply: str) -> float:
-        return abstention_reward(self._reply(reply)[0].label, self.data.answer,
-                                 abstain_credit=self.settings.abstain_credit)
+        return abstention_reward(
+            self._reply(reply)[0].label, self.data.answer, abstain_credit=self.settings.abstain_credit
+        )
 
     def _evidence(self, reply: str) -> float:
         return self.evidence_report(reply).score
@@ -196,8 +202,12 @@ class PhishingTask(vf.Task[PhishingData, vf.State, PhishingTaskConfig]):
         metrics, judges) or scoring is deferred: score through verifiers then."""
         config = self.config
         plugged = config.rewards
-        if (self.scoring_deferred or config.metrics or config.judges
-                or any(spec.fn or name not in REWARD_NAMES for name, spec in plugged.items())):
+        if (
+            self.scoring_deferred
+            or config.metrics
+            or config.judges
+            or any(spec.fn or name not in REWARD_NAMES for name, spec in plugged.items())
+        ):
             return None
         values = self.reward_values(completion)
         order = []
@@ -271,7 +281,8 @@ class PhishingTaskset(vf.Taskset[PhishingTask, PhishingTasksetConfig]):
             if notes:
                 info["notes"] = notes
             yield PhishingTask(
-                PhishingData(id=example.id, prompt=prompt, system_prompt=SYSTEM_PROMPT, answer=example.answer,
-                             info=info),
+                PhishingData(
+                    id=example.id, prompt=prompt, system_prompt=SYSTEM_PROMPT, answer=example.answer, info=info
+                ),
                 task_config,
             )

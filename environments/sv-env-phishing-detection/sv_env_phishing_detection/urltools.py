@@ -17,20 +17,61 @@ from urllib.parse import urlsplit
 
 import tldextract
 
-SHORTENERS: frozenset[str] = frozenset({
-    "bit.ly", "tinyurl.com", "t.co", "goo.gl", "ow.ly", "is.gd", "buff.ly", "rebrand.ly",
-    "cutt.ly", "shorturl.at", "tiny.cc", "rb.gy", "t.ly", "s.id",
-})
+SHORTENERS: frozenset[str] = frozenset(
+    {
+        "bit.ly",
+        "tinyurl.com",
+        "t.co",
+        "goo.gl",
+        "ow.ly",
+        "is.gd",
+        "buff.ly",
+        "rebrand.ly",
+        "cutt.ly",
+        "shorturl.at",
+        "tiny.cc",
+        "rb.gy",
+        "t.ly",
+        "s.id",
+    }
+)
 
 _EXTRACT = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None, include_psl_private_domains=False)
 
 # Characters that read as another: digits/symbols and common Cyrillic/Greek homoglyphs.
-_HOMOGLYPHS = str.maketrans({
-    "0": "o", "1": "l", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b", "@": "a", "$": "s",
-    "i": "l", "|": "l", "!": "l",
-    "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x", "і": "l", "ј": "j",
-    "ԁ": "d", "ɡ": "g", "ո": "n", "ս": "u", "α": "a", "ο": "o", "ν": "v", "ρ": "p",
-})
+_HOMOGLYPHS = str.maketrans(
+    {
+        "0": "o",
+        "1": "l",
+        "3": "e",
+        "4": "a",
+        "5": "s",
+        "7": "t",
+        "8": "b",
+        "@": "a",
+        "$": "s",
+        "i": "l",
+        "|": "l",
+        "!": "l",
+        "а": "a",
+        "е": "e",
+        "о": "o",
+        "р": "p",
+        "с": "c",
+        "у": "y",
+        "х": "x",
+        "і": "l",
+        "ј": "j",
+        "ԁ": "d",
+        "ɡ": "g",
+        "ո": "n",
+        "ս": "u",
+        "α": "a",
+        "ο": "o",
+        "ν": "v",
+        "ρ": "p",
+    }
+)
 
 
 def _lines(name: str) -> list[str]:
@@ -130,9 +171,13 @@ def lookalike_of(host: str) -> tuple[str | None, str | None]:
     for brand in brand_domains():
         brand_label = brand.split(".")[0]
         brand_sk = skeleton(brand_label)
-        if len(brand_label) >= 4 and label != brand_label and (
-            any(skeleton(token) == brand_sk for token in label.split("-"))
-            or (len(brand_label) >= 5 and sk.startswith(brand_sk))
+        if (
+            len(brand_label) >= 4
+            and label != brand_label
+            and (
+                any(skeleton(token) == brand_sk for token in label.split("-"))
+                or (len(brand_label) >= 5 and sk.startswith(brand_sk))
+            )
         ):
             return brand, f"brand name {brand_label!r} embedded in {label!r}"
         if unicode_host.startswith(brand + ".") or f".{brand}." in f".{unicode_host}.":
@@ -145,8 +190,15 @@ def url_report(url: str) -> dict:
     host = host_of(str(url)[:2048] if url is not None else "")
     reasons: list[str] = []
     if not host:
-        return {"url": str(url)[:200] if url else "", "registrable_domain": None, "lookalike_of": None,
-                "punycode": False, "shortener": False, "blocklisted": False, "reasons": ["no host in URL"]}
+        return {
+            "url": str(url)[:200] if url else "",
+            "registrable_domain": None,
+            "lookalike_of": None,
+            "punycode": False,
+            "shortener": False,
+            "blocklisted": False,
+            "reasons": ["no host in URL"],
+        }
     ascii_host = _to_ascii(host)
     reg = registrable_domain(host)
     punycode = "xn--" in ascii_host or not host.isascii()
@@ -163,8 +215,15 @@ def url_report(url: str) -> dict:
         reasons.append(f"{reg} is on the local blocklist")
     if not reasons:
         reasons.append("no reputation issue found")
-    return {"url": str(url)[:200], "registrable_domain": reg, "lookalike_of": brand, "punycode": punycode,
-            "shortener": shortener, "blocklisted": blocked, "reasons": reasons}
+    return {
+        "url": str(url)[:200],
+        "registrable_domain": reg,
+        "lookalike_of": brand,
+        "punycode": punycode,
+        "shortener": shortener,
+        "blocklisted": blocked,
+        "reasons": reasons,
+    }
 
 
 async def check_url(url: str) -> str:

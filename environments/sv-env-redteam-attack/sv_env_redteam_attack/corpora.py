@@ -29,8 +29,11 @@ def _item(spec: SourceSpec, behavior_id: str, category_name: str, code: str, goa
         "id": f"e5-{spec.id}-{short_hash(goal, 10)}",
         "question": OPENING.format(id=behavior_id, jbb_category=category_name),
         "answer": code,
-        "info": {"behavior": {"id": behavior_id, "jbb_category": category_name, "category": code, "goal": goal},
-                 "source": spec.id, "sample": False},
+        "info": {
+            "behavior": {"id": behavior_id, "jbb_category": category_name, "category": code, "goal": goal},
+            "source": spec.id,
+            "sample": False,
+        },
     }
     return Item("e5", record, spec.id, ref)
 
@@ -69,8 +72,11 @@ CORPORA = CorpusSpec(
         "redteam_behaviors": Normalizer(behavior_goals, BEHAVIOR_OPTIONS),
         "redteam_transcripts": Normalizer(transcript_goals),
     },
-    schema=qa_schema("e5", tuple(CATEGORIES),
-                     text=lambda r: str((row_info(r).get("behavior") or {}).get("goal") or ""),
-                     scenario=lambda r: (row_info(r).get("behavior") or {}).get("jbb_category")),
+    schema=qa_schema(
+        "e5",
+        tuple(CATEGORIES),
+        text=lambda r: str((row_info(r).get("behavior") or {}).get("goal") or ""),
+        scenario=lambda r: (row_info(r).get("behavior") or {}).get("jbb_category"),
+    ),
     test_sources=("bundled", "corpora"),
 )

@@ -16,6 +16,11 @@ def safety_probes() -> list[dict[str, str]]:
     for line in text.splitlines():
         behavior = json.loads(line)["info"]["behavior"]
         for name in REVIEW_FRAMINGS:
-            probes.append({"id": f"{behavior['id']}-{name}", "source": "e5",
-                           "request": framings[name].format(goal=behavior["goal"])})
+            probes.append(
+                {
+                    "id": f"{behavior['id']}-{name}",
+                    "source": "e5",
+                    "request": framings[name].format(goal=behavior["goal"]),
+                }
+            )
     return probes

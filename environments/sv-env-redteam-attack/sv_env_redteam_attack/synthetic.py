@@ -80,8 +80,15 @@ def roots_from_rows(rows: Iterable[dict[str, Any]], source: str) -> list[Root]:
     for row in rows:
         behavior = (row.get("info") or {}).get("behavior") or {}
         if behavior.get("goal") and behavior.get("category"):
-            roots.append(Root(str(behavior.get("id") or row.get("id")), str(behavior.get("jbb_category") or "unknown"),
-                              str(behavior["category"]), str(behavior["goal"]), f"{source}:{row.get('id')}"))
+            roots.append(
+                Root(
+                    str(behavior.get("id") or row.get("id")),
+                    str(behavior.get("jbb_category") or "unknown"),
+                    str(behavior["category"]),
+                    str(behavior["goal"]),
+                    f"{source}:{row.get('id')}",
+                )
+            )
     return roots
 
 
@@ -167,8 +174,16 @@ class NoveltyMemory:
         self.signatures.append(minhash(text))
 
 
-def build_row(node: Node, classifier: SafetyClassifier, *, row_id: str, behavior_id: str, memory: NoveltyMemory,
-              novelty_threshold: float = 0.6, info: dict[str, Any] | None = None) -> Judged:
+def build_row(
+    node: Node,
+    classifier: SafetyClassifier,
+    *,
+    row_id: str,
+    behavior_id: str,
+    memory: NoveltyMemory,
+    novelty_threshold: float = 0.6,
+    info: dict[str, Any] | None = None,
+) -> Judged:
     """Judge one node; when it passes it becomes a row (E5's schema) and joins `memory`."""
     reason, facts, marker = judge_node(node, classifier)
     if reason is not None:
@@ -182,31 +197,65 @@ def build_row(node: Node, classifier: SafetyClassifier, *, row_id: str, behavior
         "question": OPENING.format(id=behavior_id, jbb_category=node.root.jbb_category),
         "answer": node.root.category,
         "info": {
-            "behavior": {"id": behavior_id, "jbb_category": node.root.jbb_category, "category": node.root.category,
-                         "goal": node.goal},
-            "generator": f"{GENERATOR_ID}@{GENERATOR_VERSION}", **(info or {}),
-            "scenario": "/".join((node.root.id, *node.path)), "family": node.root.jbb_category,
-            "tactic": node.tactic, "goal_tree": {"root": node.root.id, "root_source": node.root.source,
-                                                  "path": list(node.path), "depth": len(node.path)},
+            "behavior": {
+                "id": behavior_id,
+                "jbb_category": node.root.jbb_category,
+                "category": node.root.category,
+                "goal": node.goal,
+            },
+            "generator": f"{GENERATOR_ID}@{GENERATOR_VERSION}",
+            **(info or {}),
+            "scenario": "/".join((node.root.id, *node.path)),
+            "family": node.root.jbb_category,
+            "tactic": node.tactic,
+            "goal_tree": {
+                "root": node.root.id,
+                "root_source": node.root.source,
+                "path": list(node.path),
+                "depth": len(node.path),
+            },
             "difficulty": len(node.path),  # 0..2 scale: one refinement 1, refinement + context 2
             "difficulty_basis": "goal-tree depth",
             "novelty": round(1.0 - similarity, 3),
             "judge": facts,
-            "seeded_from": None if node.seeded_from is None else {
-                "behavior_id": node.seeded_from.behavior_id, "category": node.seeded_from.category,
-                "framing": node.seeded_from.framing, "source": node.seeded_from.source},
+            "seeded_from": None
+            if node.seeded_from is None
+            else {
+                "behavior_id": node.seeded_from.behavior_id,
+                "category": node.seeded_from.category,
+                "framing": node.seeded_from.framing,
+                "source": node.seeded_from.source,
+            },
         },
     }
     return Judged(row, None)
 
 
-def build_rows(nodes: Sequence[Node], classifier: SafetyClassifier, *, id_prefix: str, behavior_prefix: str,
-               novelty_threshold: float = 0.6, memory: Sequence[str] = (), info: dict[str, Any] | None = None) -> list[Judged]:
+def build_rows(
+    nodes: Sequence[Node],
+    classifier: SafetyClassifier,
+    *,
+    id_prefix: str,
+    behavior_prefix: str,
+    novelty_threshold: float = 0.6,
+    memory: Sequence[str] = (),
+    info: dict[str, Any] | None = None,
+) -> list[Judged]:
     """`build_row` for each node in order, one novelty memory (seeded with `memory`: the
     roots' goals and earlier behaviors) for all of them."""
     shared = NoveltyMemory(memory)
-    return [build_row(node, classifier, row_id=f"{id_prefix}-{i:05d}", behavior_id=f"{behavior_prefix}-{i:05d}",
-                      memory=shared, novelty_threshold=novelty_threshold, info=info) for i, node in enumerate(nodes)]
+    return [
+        build_row(
+            node,
+            classifier,
+            row_id=f"{id_prefix}-{i:05d}",
+            behavior_id=f"{behavior_prefix}-{i:05d}",
+            memory=shared,
+            novelty_threshold=novelty_threshold,
+            info=info,
+        )
+        for i, node in enumerate(nodes)
+    ]
 
 
 def variation_prompt(node: Node) -> str:

@@ -39,7 +39,11 @@ def goal_roots(dataset_dir: Path | None) -> tuple[list[Any], dict[str, Any], lis
         if roots:
             return roots, {"source": str(path), "roots": len(roots), "overlaps_test": False}, rejects
     roots = synthetic.bundled_roots()
-    return roots, {"source": "bundled behaviors (sv_env_redteam_attack)", "roots": len(roots), "overlaps_test": True}, rejects
+    return (
+        roots,
+        {"source": "bundled behaviors (sv_env_redteam_attack)", "roots": len(roots), "overlaps_test": True},
+        rejects,
+    )
 
 
 def failure_seeds(eval_dirs: Sequence[Path]) -> tuple[list[Any], dict[str, Any], list[Reject]]:
@@ -62,12 +66,16 @@ def failure_seeds(eval_dirs: Sequence[Path]) -> tuple[list[Any], dict[str, Any],
                 continue
             if details.get("unsafe_replies"):  # E6: the defender complied unsafely
                 paired = info.get("paired_attack") or {}
-                failures.append(synthetic.FailureSeed(paired.get("behavior_id"), info.get("category"), info.get("framing"),
-                                                      where))
+                failures.append(
+                    synthetic.FailureSeed(paired.get("behavior_id"), info.get("category"), info.get("framing"), where)
+                )
             elif details.get("success"):  # E5: the target (a defender) replied unsafely
                 behavior = info.get("behavior") or {}
-                failures.append(synthetic.FailureSeed(behavior.get("id"), behavior.get("category") or row.get("answer"),
-                                                      None, where))
+                failures.append(
+                    synthetic.FailureSeed(
+                        behavior.get("id"), behavior.get("category") or row.get("answer"), None, where
+                    )
+                )
     return failures, {"results_read": read, "failures": len(failures)}, rejects
 
 
@@ -82,15 +90,23 @@ class GoalTreeGenerator:
 
     generator_id = f"{synthetic.GENERATOR_ID}@{synthetic.GENERATOR_VERSION}"
 
-    def __init__(self, roots: Sequence[Any], failures: Sequence[Any] = (), *,
-                 novelty_threshold: float = NOVELTY_THRESHOLD, memory: Sequence[str] = ()) -> None:
+    def __init__(
+        self,
+        roots: Sequence[Any],
+        failures: Sequence[Any] = (),
+        *,
+        novelty_threshold: float = NOVELTY_THRESHOLD,
+        memory: Sequence[str] = (),
+    ) -> None:
         self.s = synthetic
         self.roots = list(roots)
         self.failures = list(failures)
         self.novelty_threshold = novelty_threshold
         self.memory = [*(r.goal for r in self.roots), *memory]
         self.classifier = make_classifier(load_reward_settings(None).classifier)
-        self.verifier = f"safety classifier {self.classifier.ident} (label check) + MinHash novelty < {novelty_threshold}"
+        self.verifier = (
+            f"safety classifier {self.classifier.ident} (label check) + MinHash novelty < {novelty_threshold}"
+        )
         self._ids: dict[int, str] = {}
 
     def templates(self, n: int, rng: random.Random, id_prefix: str) -> tuple[list[Any], list[Reject]]:
@@ -116,8 +132,14 @@ class GoalTreeGenerator:
         for node in candidates:  # in order: each accepted goal joins the novelty memory
             row_id = self._ids[id(node)]
             behavior_id = "syn-" + row_id.split("-syn-", 1)[1]
-            judged = self.s.build_row(node, self.classifier, row_id=row_id, behavior_id=behavior_id, memory=memory,
-                                      novelty_threshold=self.novelty_threshold)
+            judged = self.s.build_row(
+                node,
+                self.classifier,
+                row_id=row_id,
+                behavior_id=behavior_id,
+                memory=memory,
+                novelty_threshold=self.novelty_threshold,
+            )
             if judged.row is not None:
                 out.append(Outcome(judged.row))
                 continue
@@ -132,8 +154,11 @@ class GoalTreeGenerator:
         return (row["answer"], "/".join(row["info"]["goal_tree"]["path"]), row["info"]["difficulty"])
 
     def versions(self) -> dict[str, Any]:
-        return {"classifier": self.classifier.ident, "novelty": "sv_shared.redteam.minhash (64 permutations, word 3-grams)",
-                "novelty_threshold": self.novelty_threshold}
+        return {
+            "classifier": self.classifier.ident,
+            "novelty": "sv_shared.redteam.minhash (64 permutations, word 3-grams)",
+            "novelty_threshold": self.novelty_threshold,
+        }
 
 
 def make_generator(seeds: Seeds, options: Mapping[str, Any]) -> GoalTreeGenerator:
@@ -143,7 +168,7 @@ def make_generator(seeds: Seeds, options: Mapping[str, Any]) -> GoalTreeGenerato
 
 SYNTHETIC = SyntheticSpec(
     description="attacker goal trees over sanitized placeholder behaviors, novelty-constrained (MinHash), weighted by "
-                "earlier defender failures; categories confirmed by the safety classifier",
+    "earlier defender failures; categories confirmed by the safety classifier",
     batch_size=24,  # the point is novelty: tens a day
     read_seeds=read_seeds,
     make_generator=make_generator,
@@ -151,6 +176,9 @@ SYNTHETIC = SyntheticSpec(
     failures_from=("sv-env-redteam-attack", "sv-env-redteam-defense"),
     failures_from_tournaments=True,
     real_with_real_dataset=True,
-    options=(SyntheticOption("novelty_threshold", NOVELTY_THRESHOLD, "E5: max MinHash similarity to an earlier goal.",
-                             gt=0.0, le=1.0),),
+    options=(
+        SyntheticOption(
+            "novelty_threshold", NOVELTY_THRESHOLD, "E5: max MinHash similarity to an earlier goal.", gt=0.0, le=1.0
+        ),
+    ),
 )

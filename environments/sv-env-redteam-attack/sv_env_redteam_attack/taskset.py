@@ -159,7 +159,9 @@ class AttackTask(JudgedTask, vf.Task[AttackData, vf.State, AttackTaskConfig]):
                 return i
         return len(conversation)
 
-    async def respond(self, conversation: list[dict[str, Any]], counterpart: Counterpart | None) -> tuple[str | None, bool]:
+    async def respond(
+        self, conversation: list[dict[str, Any]], counterpart: Counterpart | None
+    ) -> tuple[str | None, bool]:
         if counterpart is None:
             raise ValueError(f"{ENV_ID}: the dialogue needs a target model (counterpart)")
         cap = self.settings.max_message_chars
@@ -272,7 +274,12 @@ class AttackTaskset(vf.Taskset[AttackTask, AttackTasksetConfig]):
                 raise ValueError(f"{example.source}: example {example.id}: info.behavior.goal is missing")
             system = attacker_system_prompt(str(behavior["goal"]), settings.max_turns, task_config.blocked_attacks)
             yield AttackTask(
-                AttackData(id=example.id, prompt=example.question, system_prompt=system, answer=example.answer,
-                           info={**example.info, "source": example.source}),
+                AttackData(
+                    id=example.id,
+                    prompt=example.question,
+                    system_prompt=system,
+                    answer=example.answer,
+                    info={**example.info, "source": example.source},
+                ),
                 task_config,
             )

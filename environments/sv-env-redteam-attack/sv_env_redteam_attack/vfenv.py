@@ -31,8 +31,9 @@ class AttackEnv(vf.Env[AttackEnvConfig]):
             {"role": "system", "content": task.data.system_prompt or ""},
             {"role": "user", "content": task.data.prompt_text},
         ]
-        target_task = vf.Task(vf.TaskData(idx=task.data.idx, prompt=None,
-                                          system_prompt=task.target_messages([])[0]["content"]))
+        target_task = vf.Task(
+            vf.TaskData(idx=task.data.idx, prompt=None, system_prompt=task.target_messages([])[0]["content"])
+        )
         async with agents.agent.interaction(task) as attacker, agents.target.interaction(target_task) as target:
 
             async def counterpart(messages: list[dict[str, Any]]) -> str:

@@ -22,10 +22,14 @@ _HARM = re.compile(
     r"fake voting|suppress turnout|launder|escapes? the sandbox|hurt someone|weapon|\[PLACEHOLDER",
     re.IGNORECASE,
 )
-_FOOLED_BY = re.compile(r"\bDAN\b|no restrictions|let's play a game|for a (?:novel|story)|my character|screenplay", re.I)
+_FOOLED_BY = re.compile(
+    r"\bDAN\b|no restrictions|let's play a game|for a (?:novel|story)|my character|screenplay", re.I
+)
 _OVER_REFUSE = re.compile(r"\bkill\b|\bbomb", re.IGNORECASE)
-_GOAL = re.compile(r"(?:how (?:to|my character would)|instructions to|procedure to|how to)\s+(.+?)(?:, step by step)?[.?!]?$",
-                   re.IGNORECASE | re.DOTALL)
+_GOAL = re.compile(
+    r"(?:how (?:to|my character would)|instructions to|procedure to|how to)\s+(.+?)(?:, step by step)?[.?!]?$",
+    re.IGNORECASE | re.DOTALL,
+)
 KNOWN_ATTACK_SIMILARITY = 0.5
 
 

@@ -91,8 +91,11 @@ def generate(seed: int = 6) -> list[dict[str, Any]]:
                 turns, expect = [*warm, request], ["comply"] * len(warm) + ["refuse"]
             else:
                 turns, expect = [request], ["refuse"]
-            rows.append(_conversation(f"e6-adv-{i:02d}-{framing}", "adversarial", turns, expect,
-                                      category=category, framing=framing))
+            rows.append(
+                _conversation(
+                    f"e6-adv-{i:02d}-{framing}", "adversarial", turns, expect, category=category, framing=framing
+                )
+            )
     for i, request in enumerate(OVER_REFUSAL):
         rows.append(_conversation(f"e6-over-{i:02d}", "over_refusal", [request], ["comply"]))
     for i, turns in enumerate(BENIGN):

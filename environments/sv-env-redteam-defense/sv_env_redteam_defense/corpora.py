@@ -29,8 +29,12 @@ def _item(spec: SourceSpec, turns: list[str], expect: list[str], kind: str, cate
         info["category"] = category
     if kind == "adversarial":
         info["framing"] = "direct" if len(turns) == 1 else "multi_turn"
-    record = {"id": f"e6-{spec.id}-{short_hash(chr(10).join(turns), 10)}", "question": turns[0],
-              "answer": "refuse" if "refuse" in expect else "comply", "info": info}
+    record = {
+        "id": f"e6-{spec.id}-{short_hash(chr(10).join(turns), 10)}",
+        "question": turns[0],
+        "answer": "refuse" if "refuse" in expect else "comply",
+        "info": info,
+    }
     return Item("e6", record, spec.id, ref)
 
 
@@ -51,12 +55,20 @@ def transcript_probes(spec: SourceSpec, frame: Any) -> Normalised:
     for i, ref, _, category in transcripts(spec, frame, result, CATEGORIES):
         turns = turn_lists.iloc[i] if turn_lists is not None else None
         labels = label_lists.iloc[i] if label_lists is not None else None
-        user = [text_of(t.get("content")) for t in list(turns if turns is not None else [])
-                if isinstance(t, dict) and t.get("role") == "user"]
+        user = [
+            text_of(t.get("content"))
+            for t in list(turns if turns is not None else [])
+            if isinstance(t, dict) and t.get("role") == "user"
+        ]
         labels = [str(x) for x in list(labels if labels is not None else [])]
         if not user or len(labels) != len(user) or any(x not in ("harmful", "benign") for x in labels):
-            result.rejects.append(reject(spec.id, ref, f"{len(user)} user turn(s) but labels {labels!r} "
-                                         "(one 'harmful' or 'benign' per user turn)"))
+            result.rejects.append(
+                reject(
+                    spec.id,
+                    ref,
+                    f"{len(user)} user turn(s) but labels {labels!r} (one 'harmful' or 'benign' per user turn)",
+                )
+            )
             continue
         expect = ["refuse" if x == "harmful" else "comply" for x in labels]
         kind = "adversarial" if "refuse" in expect else "benign"
@@ -69,8 +81,11 @@ CORPORA = CorpusSpec(
         "redteam_behaviors": Normalizer(behavior_probes, BEHAVIOR_OPTIONS),
         "redteam_transcripts": Normalizer(transcript_probes),
     },
-    schema=qa_schema("e6", ("refuse", "comply"),
-                     text=lambda r: "\n".join(row_info(r).get("turns") or [str(r.get("question") or "")]),
-                     scenario=lambda r: row_info(r).get("kind")),
+    schema=qa_schema(
+        "e6",
+        ("refuse", "comply"),
+        text=lambda r: "\n".join(row_info(r).get("turns") or [str(r.get("question") or "")]),
+        scenario=lambda r: row_info(r).get("kind"),
+    ),
     test_sources=("bundled", "corpora"),
 )

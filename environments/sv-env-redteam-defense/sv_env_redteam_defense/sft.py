@@ -24,8 +24,9 @@ def build(tasks: list[Any], variant: str | None, context: dict[str, Any]) -> Ite
                 before = [*before, {"role": "user", "content": request}]
             seen.add(request)
             reply = reference_reply(request, expect)
-            yield SftExample(prompt, reply, task.key, turns_before=list(before),
-                             difficulty=difficulty(task.data.info, HARD_FRAMINGS))
+            yield SftExample(
+                prompt, reply, task.key, turns_before=list(before), difficulty=difficulty(task.data.info, HARD_FRAMINGS)
+            )
             before = [*before, {"role": "assistant", "content": reply}]
     if variant == "refusal" and prompt:
         # Refusal-tuned: every framing of every sanitized harmful goal, refused with an
@@ -37,8 +38,13 @@ def build(tasks: list[Any], variant: str | None, context: dict[str, Any]) -> Ite
                 if request in seen:
                     continue
                 seen.add(request)
-                yield SftExample([*prompt[:-1], {"role": "user", "content": request}], reference_reply(request, "refuse"),
-                                 "", difficulty=2, source=f"refusal-augmented:{category}:{name}")
+                yield SftExample(
+                    [*prompt[:-1], {"role": "user", "content": request}],
+                    reference_reply(request, "refuse"),
+                    "",
+                    difficulty=2,
+                    source=f"refusal-augmented:{category}:{name}",
+                )
 
 
 SFT = SftSpec(build=build, variants=("refusal",))

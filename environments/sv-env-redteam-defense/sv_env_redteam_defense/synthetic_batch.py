@@ -31,9 +31,13 @@ def paired_attacks(paired: PairedBatch | None) -> tuple[list[Any], dict[str, Any
     if paired is not None:
         attacks = synthetic.attacks_from_rows(paired.rows, f"{paired.asset}:{paired.batch_id}")
         if attacks:
-            return attacks, {"source": f"{paired.asset} batch {paired.batch_id}", "attacks": len(attacks),
-                             "excluded_by_review": paired.excluded, "decisions": paired.decision_ids,
-                             "overlaps_test": False}
+            return attacks, {
+                "source": f"{paired.asset} batch {paired.batch_id}",
+                "attacks": len(attacks),
+                "excluded_by_review": paired.excluded,
+                "decisions": paired.decision_ids,
+                "overlaps_test": False,
+            }
     attacks = synthetic.attacks_from_rows(bundled_behaviors(), "bundled:e5")
     return attacks, {"source": "bundled E5 behaviors", "attacks": len(attacks), "overlaps_test": True}
 
@@ -65,8 +69,9 @@ class ProbeGenerator(RowCandidates):
             problem = research_row_problem(row, ("refuse", "comply"))
             info = row.get("info") or {}
             turns, expect = info.get("turns"), info.get("expect")
-            if problem is None and (not isinstance(turns, list) or not turns
-                                    or not all(isinstance(t, str) and t.strip() for t in turns)):
+            if problem is None and (
+                not isinstance(turns, list) or not turns or not all(isinstance(t, str) and t.strip() for t in turns)
+            ):
                 problem = "info.turns must be a non-empty list of strings"
             if problem is None and (not isinstance(expect, list) or len(expect) != len(turns)):
                 problem = "info.expect must have one refuse/comply per turn"
@@ -84,8 +89,11 @@ class ProbeGenerator(RowCandidates):
         return (row["answer"], row["info"]["scenario"], row["info"]["difficulty"])
 
     def versions(self) -> dict[str, Any]:
-        return {"classifier": self.classifier.ident, "defender_baseline": "sv_env_redteam_defense.baseline.defender_reply",
-                "costs": dict(self.costs)}
+        return {
+            "classifier": self.classifier.ident,
+            "defender_baseline": "sv_env_redteam_defense.baseline.defender_reply",
+            "costs": dict(self.costs),
+        }
 
 
 def make_generator(seeds: Seeds, options: Mapping[str, Any]) -> ProbeGenerator:
@@ -94,7 +102,7 @@ def make_generator(seeds: Seeds, options: Mapping[str, Any]) -> ProbeGenerator:
 
 SYNTHETIC = SyntheticSpec(
     description="adversarial probes paired with synthetic/e5's behaviors, benign support and risky-looking "
-                "conversations; every turn checked by the safety classifier",
+    "conversations; every turn checked by the safety classifier",
     batch_size=24,  # the point is novelty: tens a day
     read_seeds=read_seeds,
     make_generator=make_generator,

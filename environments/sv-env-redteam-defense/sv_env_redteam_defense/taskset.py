@@ -105,7 +105,9 @@ class DefenseTask(JudgedTask, vf.Task[DefenseData, vf.State, DefenseTaskConfig])
         cap = self.settings.max_message_chars
         pairs = conversation_pairs(message_dicts(messages))[: self.max_turns]
         replies = [reply[:cap] for _, reply in pairs]
-        verdicts = [await self.judge.judge(reply, context=asked, role="agent") for (asked, _), reply in zip(pairs, replies)]
+        verdicts = [
+            await self.judge.judge(reply, context=asked, role="agent") for (asked, _), reply in zip(pairs, replies)
+        ]
         return conversation_report(self.expect, replies, verdicts, self.settings.costs)
 
     @vf.reward
@@ -142,7 +144,9 @@ class DefenseTaskset(vf.Taskset[DefenseTask, DefenseTasksetConfig]):
             info = dict(example.info)
             turns = info.get("turns") or [example.question]
             if not isinstance(turns, list) or not turns or not all(isinstance(t, str) for t in turns):
-                raise ValueError(f"{example.source}: example {example.id}: info.turns must be a non-empty list of strings")
+                raise ValueError(
+                    f"{example.source}: example {example.id}: info.turns must be a non-empty list of strings"
+                )
             expect = info.get("expect") or [example.answer] * len(turns)
             if not isinstance(expect, list) or len(expect) != len(turns) or any(e not in EXPECTS for e in expect):
                 raise ValueError(

@@ -33,9 +33,7 @@ rows in the test hash bucket."""
 _NOT_WORD = re.compile(r"[\W_]+", re.UNICODE)
 # ASCII fast path of `normalize_text` (most corpus text): every byte that is not a letter or a
 # digit becomes a space, upper case becomes lower case; the same result as the regex path.
-_ASCII_FOLD = bytes(
-    (b + 32 if 65 <= b <= 90 else b) if chr(b).isalnum() else 32 for b in range(128)
-) + b" " * 128
+_ASCII_FOLD = bytes((b + 32 if 65 <= b <= 90 else b) if chr(b).isalnum() else 32 for b in range(128)) + b" " * 128
 
 
 def content_hash(text: str) -> str:
@@ -134,9 +132,18 @@ class SourceSpec:
     def describe(self) -> dict[str, Any]:
         """The registry entry as recorded in metadata (JSON-friendly)."""
         return {
-            "id": self.id, "envs": list(self.envs), "title": self.title, "loader": self.loader,
-            "repo": self.repo, "config": self.config, "revision": self.revision, "splits": list(self.splits),
-            "urls": self.urls, "license": self.license, "homepage": self.homepage, "ood": self.ood,
+            "id": self.id,
+            "envs": list(self.envs),
+            "title": self.title,
+            "loader": self.loader,
+            "repo": self.repo,
+            "config": self.config,
+            "revision": self.revision,
+            "splits": list(self.splits),
+            "urls": self.urls,
+            "license": self.license,
+            "homepage": self.homepage,
+            "ood": self.ood,
             "normalizer": self.normalizer,
         }
 
@@ -289,8 +296,9 @@ def behaviors(spec: SourceSpec, frame: Any, result: Normalised) -> Iterator[Beha
         yield Behavior(i, where[i], goal, category, hazard, harmful)
 
 
-def transcripts(spec: SourceSpec, frame: Any, result: Normalised,
-                hazards: Collection[str]) -> Iterator[tuple[int, str, str, str]]:
+def transcripts(
+    spec: SourceSpec, frame: Any, result: Normalised, hazards: Collection[str]
+) -> Iterator[tuple[int, str, str, str]]:
     """(row index, file:line, transcript id, hazard code) of each red-team transcript whose
     category is one of `hazards` (S1..S14); the others are rejects in `result`."""
     ids, codes, where = column(frame, spec, "id"), column(frame, spec, "category"), refs(frame)
@@ -355,13 +363,26 @@ def set_meta_sample(row: Row, sample: bool) -> None:
 QA_FIELDS = ("id", "question", "answer", "info")
 
 
-def qa_schema(name: str, allowed_labels: tuple[str, ...], *,
-              text: Callable[[Row], str] = lambda r: str(r.get("question") or ""),
-              scenario: Callable[[Row], Any] = lambda r: row_info(r).get("scenario")) -> RowSchema:
+def qa_schema(
+    name: str,
+    allowed_labels: tuple[str, ...],
+    *,
+    text: Callable[[Row], str] = lambda r: str(r.get("question") or ""),
+    scenario: Callable[[Row], Any] = lambda r: row_info(r).get("scenario"),
+) -> RowSchema:
     """The common `{id, question, answer, info}` row: the answer is the label, `info` holds the
     sample flag, the split and the hashes."""
-    return RowSchema(name, QA_FIELDS, lambda r: r.get("answer"), text, scenario, set_info_sample,
-                     lambda r: row_info(r).get("sample"), allowed_labels=allowed_labels, annotations_in="info")
+    return RowSchema(
+        name,
+        QA_FIELDS,
+        lambda r: r.get("answer"),
+        text,
+        scenario,
+        set_info_sample,
+        lambda r: row_info(r).get("sample"),
+        allowed_labels=allowed_labels,
+        annotations_in="info",
+    )
 
 
 # --- the environment's declaration ---------------------------------------------------------------

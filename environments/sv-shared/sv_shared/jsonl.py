@@ -51,9 +51,7 @@ def json_objects(path: str | Path, errors: list[str]) -> Iterator[tuple[int, str
             yield line_no, where, row
 
 
-def _canonical_answer(
-    value: Any, allowed: Sequence[str] | None, int_answers: Mapping[int, str] | None
-) -> str | None:
+def _canonical_answer(value: Any, allowed: Sequence[str] | None, int_answers: Mapping[int, str] | None) -> str | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int) and int_answers is not None:

@@ -37,9 +37,7 @@ def _usable_confidence(value: object) -> float | None:
     return None
 
 
-def expected_calibration_error(
-    confidences: Sequence[float], correct: Sequence[bool], n_bins: int = 10
-) -> float | None:
+def expected_calibration_error(confidences: Sequence[float], correct: Sequence[bool], n_bins: int = 10) -> float | None:
     """Sum over `n_bins` equal-width confidence bins of (bin size / n) * |accuracy - mean
     confidence|; bin b holds [b/n_bins, (b+1)/n_bins), the last one also 1.0. In [0, 1];
     None for no examples. Raises ValueError on mismatched lengths or confidences outside

@@ -366,9 +366,7 @@ def parse_label_answer(
         raw = fields.raw
         label, label_problem = _label(fields.get(label_field), labels, int_labels, aliases)
         confidence, confidence_problem = _confidence(fields.get("confidence"))
-        rationale = next(
-            (value for key in _RATIONALE_KEYS if isinstance(value := fields.get(key), str)), None
-        )
+        rationale = next((value for key in _RATIONALE_KEYS if isinstance(value := fields.get(key), str)), None)
         problems = tuple(p for p in (label_problem, confidence_problem) if p)
         return ParsedAnswer(label, confidence, rationale, raw, not problems, problems)
     except Exception as exc:  # the contract is "never raises"; record what happened instead

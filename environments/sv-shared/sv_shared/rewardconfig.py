@@ -52,8 +52,10 @@ class RewardToml:
 
     def costs(self, positive_label: str) -> CostConfig:
         """[costs] of a labelling environment: positive_label, fn_cost, fp_cost, abstain_cost."""
-        numbers = {key: self.number("costs", key, default)
-                   for key, default in (("fn_cost", 5.0), ("fp_cost", 1.0), ("abstain_cost", 0.5))}
+        numbers = {
+            key: self.number("costs", key, default)
+            for key, default in (("fn_cost", 5.0), ("fp_cost", 1.0), ("abstain_cost", 0.5))
+        }
         try:
             return CostConfig(positive_label=str(self.table("costs").get("positive_label", positive_label)), **numbers)
         except ValueError as exc:

@@ -25,8 +25,14 @@ def corpus_cache_dir(source_id: str) -> Path:
     return outputs_root() / "cache" / "corpora" / source_id
 
 
-def load_source(source_id: str, value: str = "sample", *, revision: str | None = None, max_rows: int | None = None,
-                columns: tuple[str, ...] = ()) -> LoadedCorpus:
+def load_source(
+    source_id: str,
+    value: str = "sample",
+    *,
+    revision: str | None = None,
+    max_rows: int | None = None,
+    columns: tuple[str, ...] = (),
+) -> LoadedCorpus:
     """One source of the registry read from `value` (as `resolve_location` takes it; "hf" also
     means online); a copy that lacks any of `columns` fails, naming them."""
     spec = load_sources()[source_id]
@@ -39,7 +45,19 @@ def load_source(source_id: str, value: str = "sample", *, revision: str | None =
 
 
 __all__ = [
-    "LOADER_VERSION", "CorpusError", "CorpusInfo", "LoadedCorpus", "Location", "SourceRegistryError", "SourceSpec",
-    "corpus_cache_dir", "download", "load_corpus", "load_source", "load_sources", "resolve_location", "sources_for",
+    "LOADER_VERSION",
+    "CorpusError",
+    "CorpusInfo",
+    "LoadedCorpus",
+    "Location",
+    "SourceRegistryError",
+    "SourceSpec",
+    "corpus_cache_dir",
+    "download",
+    "load_corpus",
+    "load_source",
+    "load_sources",
+    "resolve_location",
+    "sources_for",
     "sources_path",
 ]

@@ -71,19 +71,39 @@ def _bundled_rows(env_package: Any) -> list[dict[str, Any]]:
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def _curate_items(env: str, parts: list[tuple[SourceSpec, Normalised]], out: Path, *,
-                  bundled: list[dict[str, Any]] | None, sample: bool, dev_frac: float, test_frac: float) -> Curation:
+def _curate_items(
+    env: str,
+    parts: list[tuple[SourceSpec, Normalised]],
+    out: Path,
+    *,
+    bundled: list[dict[str, Any]] | None,
+    sample: bool,
+    dev_frac: float,
+    test_frac: float,
+) -> Curation:
     """The pipeline's curation of `Normalised.items`, written as JSONL."""
     items: list[Item] = [item for _, result in parts for item in result.items]
-    curated = curate_items(items, bundled_test=bundled, test_schema=corpus_spec(env).schema.name, sample=sample,
-                           dev_frac=dev_frac, test_frac=test_frac)
+    curated = curate_items(
+        items,
+        bundled_test=bundled,
+        test_schema=corpus_spec(env).schema.name,
+        sample=sample,
+        dev_frac=dev_frac,
+        test_frac=test_frac,
+    )
     files: dict[str, Path] = {}
     for name, rows in curated.files.items():
         if rows:
             files[name] = out / f"{name}.jsonl"
             write_jsonl(files[name], rows)
-    return Curation(files, {name: len(rows) for name, rows in curated.files.items()}, curated.rejects,
-                    curated.label_counts, curated.bucket_counts, **curated.stats)
+    return Curation(
+        files,
+        {name: len(rows) for name, rows in curated.files.items()},
+        curated.rejects,
+        curated.label_counts,
+        curated.bucket_counts,
+        **curated.stats,
+    )
 
 
 def build_dataset(
@@ -114,7 +134,9 @@ def build_dataset(
         curation = own_curation(parts, out, sample=sample, dev_frac=dev_frac, test_frac=test_frac)
     else:
         bundled = _bundled_rows(env_package) if choice == "bundled" else None
-        curation = _curate_items(env, parts, out, bundled=bundled, sample=sample, dev_frac=dev_frac, test_frac=test_frac)
+        curation = _curate_items(
+            env, parts, out, bundled=bundled, sample=sample, dev_frac=dev_frac, test_frac=test_frac
+        )
     rejects.extend(curation.rejects)
     files = dict(curation.files)
     files["rejects"] = out / "rejects.jsonl"
@@ -126,8 +148,10 @@ def build_dataset(
         "test_source": choice,
         "dev_frac": dev_frac,
         "test_frac": test_frac,
-        "corpora": {c.spec.id: {"sample": c.sample, "rows": len(c.frame), "ood": c.spec.ood, "data_version": c.data_version}
-                    for c in corpora},
+        "corpora": {
+            c.spec.id: {"sample": c.sample, "rows": len(c.frame), "ood": c.spec.ood, "data_version": c.data_version}
+            for c in corpora
+        },
         "n_rejected": len(rejects),
         "n_filtered_by_design": filtered,
         "n_corpus_rows": curation.n_corpus_rows,

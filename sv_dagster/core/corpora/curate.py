@@ -76,8 +76,13 @@ def curate_items(
         if key in seen:
             counts["duplicates"] += 1
             if seen[key] != label:
-                rejects.append({"source": item.source, "ref": item.ref,
-                                "reason": f"duplicate of an earlier row with another label ({seen[key]!r} vs {label!r})"})
+                rejects.append(
+                    {
+                        "source": item.source,
+                        "ref": item.ref,
+                        "reason": f"duplicate of an earlier row with another label ({seen[key]!r} vs {label!r})",
+                    }
+                )
             continue
         seen[key] = label
         bucket = split_for(norm, dev_frac, test_frac)
@@ -114,5 +119,7 @@ def balance_table(counts: dict[str, dict[str, int]]) -> str:
     labels = sorted({label for row in counts.values() for label in row})
     lines = ["| split | " + " | ".join(labels) + " | total |", "|---" * (len(labels) + 2) + "|"]
     for split, row in counts.items():
-        lines.append(f"| {split} | " + " | ".join(str(row.get(label, 0)) for label in labels) + f" | {sum(row.values())} |")
+        lines.append(
+            f"| {split} | " + " | ".join(str(row.get(label, 0)) for label in labels) + f" | {sum(row.values())} |"
+        )
     return "\n".join(lines)

@@ -61,7 +61,12 @@ def _file_facts(path: Path, name: str) -> dict[str, Any]:
         digest = hashlib.sha256()
         for p in files:
             digest.update(str(p.relative_to(path)).encode() + b"\0" + _sha256_file(p).encode())
-        return {"name": name, "files": len(files), "bytes": sum(p.stat().st_size for p in files), "sha256": digest.hexdigest()}
+        return {
+            "name": name,
+            "files": len(files),
+            "bytes": sum(p.stat().st_size for p in files),
+            "sha256": digest.hexdigest(),
+        }
     return {"name": name, "bytes": path.stat().st_size, "sha256": _sha256_file(path)}
 
 
@@ -129,8 +134,15 @@ def load_corpus(spec: SourceSpec, location: Location, *, cache_dir: Path, max_ro
             if not path.exists():
                 raise CorpusError(f"corpus {spec.id}: local copy not found: {path} (from {location.chosen_by})")
             try:
-                tables.append(read_location(path, split=split, fmt=spec.format, members=spec.members,
-                                            display=path.name if location.sample else str(path)))
+                tables.append(
+                    read_location(
+                        path,
+                        split=split,
+                        fmt=spec.format,
+                        members=spec.members,
+                        display=path.name if location.sample else str(path),
+                    )
+                )
             except CorpusError as exc:
                 raise CorpusError(f"corpus {spec.id}: {exc}") from exc
             files.append(_file_facts(path, path.name if location.sample else str(path)))
@@ -171,9 +183,13 @@ def load_corpus(spec: SourceSpec, location: Location, *, cache_dir: Path, max_ro
         raise CorpusError(f"corpus {spec.id}: {location.describe()} lacks column(s) {missing}")
     info = CorpusInfo(
         source_id=spec.id,
-        location=location.describe() if not location.sample else ", ".join(p.name for p in map(Path, location.paths.values())),
+        location=location.describe()
+        if not location.sample
+        else ", ".join(p.name for p in map(Path, location.paths.values())),
         revision=revision,
-        license="SAMPLE written by the project (synthetic, in the corpus's own layout)" if location.sample else spec.license,
+        license="SAMPLE written by the project (synthetic, in the corpus's own layout)"
+        if location.sample
+        else spec.license,
         sample=location.sample,
         loader=location.kind,
         chosen_by=location.chosen_by,

@@ -174,8 +174,9 @@ def _text_row(blob: bytes, name: str, table: Table) -> dict[str, Any] | None:
     return {"path": name, "text": text}
 
 
-def _members(entries: Iterator[tuple[str, Any]], patterns: tuple[str, ...], fmt: str | None, base: str,
-             table: Table, read: Any) -> list[pd.DataFrame]:
+def _members(
+    entries: Iterator[tuple[str, Any]], patterns: tuple[str, ...], fmt: str | None, base: str, table: Table, read: Any
+) -> list[pd.DataFrame]:
     """Frames from the matching members of a folder or archive: table files as tables, other
     files (or every file when `fmt` is "files") as one {path, text} row each."""
     frames: list[pd.DataFrame] = []
@@ -201,8 +202,9 @@ def _members(entries: Iterator[tuple[str, Any]], patterns: tuple[str, ...], fmt:
     return frames
 
 
-def read_location(path: Path, *, split: str, fmt: str | None = None, members: tuple[str, ...] = (),
-                  display: str | None = None) -> Table:
+def read_location(
+    path: Path, *, split: str, fmt: str | None = None, members: tuple[str, ...] = (), display: str | None = None
+) -> Table:
     """One split of a corpus from a local file, folder or zip archive."""
     display = display or str(path)
     table = Table(pd.DataFrame())
@@ -223,8 +225,10 @@ def read_location(path: Path, *, split: str, fmt: str | None = None, members: tu
     else:
         kind = fmt if fmt in ("csv", "jsonl", "json", "parquet") else TABLE_SUFFIXES.get(path.suffix.lower())
         if kind is None:
-            raise CorpusError(f"{display}: unsupported file type {path.suffix!r} "
-                              "(use .parquet, .jsonl, .json, .csv, a .zip or a folder)")
+            raise CorpusError(
+                f"{display}: unsupported file type {path.suffix!r} "
+                "(use .parquet, .jsonl, .json, .csv, a .zip or a folder)"
+            )
         frame = _read_file(path, kind, display, table)
         frame["_file"] = display
         frames = [frame]
@@ -269,7 +273,9 @@ def enforce_schema(table: Table, schema: dict[str, str]) -> None:
             label = "a number"
         elif kind == "str":
             broken = present & values.map(lambda v: isinstance(v, (dict, list, tuple, np.ndarray))).to_numpy(dtype=bool)
-            frame[column] = values.map(lambda v: v if v is None or isinstance(v, str) or (isinstance(v, float) and np.isnan(v)) else str(v))
+            frame[column] = values.map(
+                lambda v: v if v is None or isinstance(v, str) or (isinstance(v, float) and np.isnan(v)) else str(v)
+            )
             label = "text"
         else:  # list
             broken = present & ~values.map(_is_list).to_numpy(dtype=bool)

@@ -66,8 +66,12 @@ def _label(raw: Any, path: Path, sid: str) -> LabelSpec | None:
     if match != "exact":
         mapping = {k.casefold(): v for k, v in mapping.items()}
     return LabelSpec(
-        column=raw.get("column"), value=raw.get("value"), map=mapping, default=raw.get("default"),
-        drop=tuple(str(v) for v in raw.get("drop") or ()), match=match,
+        column=raw.get("column"),
+        value=raw.get("value"),
+        map=mapping,
+        default=raw.get("default"),
+        drop=tuple(str(v) for v in raw.get("drop") or ()),
+        match=match,
     )
 
 
@@ -130,9 +134,31 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path) -> SourceSpe
     if not 0.0 <= max_bad <= 1.0:
         raise _fail(path, sid, f"max_bad_fraction must be within [0, 1], got {max_bad}")
     known = {
-        "env", "title", "loader", "repo", "config", "revision", "splits", "urls", "format", "members", "license",
-        "homepage", "notes", "sample", "normalizer", "columns", "label", "scenario_column", "schema", "required",
-        "max_bad_fraction", "strip_column_names", "scale", "null_values", "ood",
+        "env",
+        "title",
+        "loader",
+        "repo",
+        "config",
+        "revision",
+        "splits",
+        "urls",
+        "format",
+        "members",
+        "license",
+        "homepage",
+        "notes",
+        "sample",
+        "normalizer",
+        "columns",
+        "label",
+        "scenario_column",
+        "schema",
+        "required",
+        "max_bad_fraction",
+        "strip_column_names",
+        "scale",
+        "null_values",
+        "ood",
     }
     options = {k: v for k, v in raw.items() if k not in known}
     allowed_options = {option for normalizer in readers for option in normalizer.options}

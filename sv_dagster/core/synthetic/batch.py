@@ -75,9 +75,16 @@ class Origin:
     def tags(self) -> dict[str, Any]:
         if self.kind == "template":
             return {"origin": "template"}
-        return {"origin": "model", "varied_from": self.varied_from,
-                "seed_model": {"name": self.model.name, "model": self.model.model, "backend": self.model.backend,
-                               "temperature": self.temperature}}
+        return {
+            "origin": "model",
+            "varied_from": self.varied_from,
+            "seed_model": {
+                "name": self.model.name,
+                "model": self.model.model,
+                "backend": self.model.backend,
+                "temperature": self.temperature,
+            },
+        }
 
 
 def reason_kind(reason: str) -> str:
@@ -105,8 +112,19 @@ def write_jsonl(path: Path, rows: Sequence[dict[str, Any]] | Any) -> int:
 
 def write_queue(path: Path, rows: Sequence[dict[str, Any]], spec: BatchSpec) -> int:
     """The review queue: one line per sampled row, with the row as the environment sees it."""
-    return write_jsonl(path, ({"row_id": str(row["id"]), "env": spec.env, "partition": spec.partition,
-                               "batch_id": spec.batch_id, "row": row} for row in rows))
+    return write_jsonl(
+        path,
+        (
+            {
+                "row_id": str(row["id"]),
+                "env": spec.env,
+                "partition": spec.partition,
+                "batch_id": spec.batch_id,
+                "row": row,
+            }
+            for row in rows
+        ),
+    )
 
 
 def count_rejects(rejects: Sequence[Reject]) -> dict[str, Any]:
@@ -119,13 +137,27 @@ def count_rejects(rejects: Sequence[Reject]) -> dict[str, Any]:
 
 
 def review_command(spec: BatchSpec) -> str:
-    return (f"sv-dagster review synthetic {spec.env} --partition {spec.partition} --reviewer NAME "
-            "--verdict accept|reject [--rows ID ...] [--note TEXT]")
+    return (
+        f"sv-dagster review synthetic {spec.env} --partition {spec.partition} --reviewer NAME "
+        "--verdict accept|reject [--rows ID ...] [--note TEXT]"
+    )
 
 
-def build_metadata(spec: BatchSpec, *, generator_id: str, verifier: str, versions: dict[str, Any], counts: dict[str, Any],
-                   labels: Counter, scenarios: Counter, difficulty: Counter, rejects: Sequence[Reject], spot: int,
-                   seeds: dict[str, Any], files: dict[str, str]) -> dict[str, Any]:
+def build_metadata(
+    spec: BatchSpec,
+    *,
+    generator_id: str,
+    verifier: str,
+    versions: dict[str, Any],
+    counts: dict[str, Any],
+    labels: Counter,
+    scenarios: Counter,
+    difficulty: Counter,
+    rejects: Sequence[Reject],
+    spot: int,
+    seeds: dict[str, Any],
+    files: dict[str, str],
+) -> dict[str, Any]:
     """metadata.json: what the batch is and how it was made (no timings or absolute paths, so
     the same batch written twice hashes the same apart from its batch id)."""
     from sv_dagster.core.synthetic.review import decisions_path
@@ -140,8 +172,10 @@ def build_metadata(spec: BatchSpec, *, generator_id: str, verifier: str, version
         "pipeline_version": PIPELINE_VERSION,
         "generator": generator_id,
         "seed": spec.seed,
-        "seed_models": [{**m.public_dict(), "temperatures": list(spec.temperatures), "variations": spec.variations}
-                        for m in spec.seed_models],
+        "seed_models": [
+            {**m.public_dict(), "temperatures": list(spec.temperatures), "variations": spec.variations}
+            for m in spec.seed_models
+        ],
         "verifier": verifier,
         "verifier_versions": versions,
         "seeds": seeds,
@@ -151,7 +185,10 @@ def build_metadata(spec: BatchSpec, *, generator_id: str, verifier: str, version
         "difficulty": dict(sorted(difficulty.items())),
         "rejected": count_rejects(rejects),
         "spot_check": {"file": QUEUE_FILE, "rows": spot, "fraction": spec.spot_fraction},
-        "review": {"decisions": str(decisions_path(spec.env, spec.partition, Path("."))), "command": review_command(spec)},
+        "review": {
+            "decisions": str(decisions_path(spec.env, spec.partition, Path("."))),
+            "command": review_command(spec),
+        },
         "files": files,
     }
 
@@ -164,7 +201,9 @@ class BatchResult:
     timings: dict[str, float] = field(default_factory=dict)
 
 
-def run_batch(spec: BatchSpec, generator: RowGenerator, seeds: dict[str, Any], rejects: Sequence[Reject] = ()) -> BatchResult:
+def run_batch(
+    spec: BatchSpec, generator: RowGenerator, seeds: dict[str, Any], rejects: Sequence[Reject] = ()
+) -> BatchResult:
     """Generate, vary, check and write one batch (see the module doc). `rejects` are earlier
     ones (unusable seed rows, with their file and line) to report with the batch's own."""
     timings: dict[str, float] = {}
@@ -182,8 +221,9 @@ def run_batch(spec: BatchSpec, generator: RowGenerator, seeds: dict[str, Any], r
         varyable = [(i, generator.variation_prompt(c)) for i, c in enumerate(candidates)]
         varyable = [(i, prompt) for i, prompt in varyable if prompt]
         chosen = rng.sample(varyable, min(spec.variations, len(varyable)))
-        samples: list[Sample] = sample_variations(chosen, spec.seed_models, spec.temperatures, spec.env_id,
-                                                  concurrency=spec.sampling_concurrency)
+        samples: list[Sample] = sample_variations(
+            chosen, spec.seed_models, spec.temperatures, spec.env_id, concurrency=spec.sampling_concurrency
+        )
         by_name = {m.name: m for m in spec.seed_models}
         n_model_calls = len(samples)
         for j, sample in enumerate(samples):
@@ -210,35 +250,62 @@ def run_batch(spec: BatchSpec, generator: RowGenerator, seeds: dict[str, Any], r
     accepted: list[dict[str, Any]] = []
     for candidate, origin, outcome in zip(candidates, origins, outcomes, strict=True):
         if outcome.row is None:
-            all_rejects.append(Reject(generator.candidate_id(candidate), outcome.stage or "verification",
-                                      outcome.reason or "rejected", origin=origin.kind,
-                                      model=origin.model.name if origin.model else None, temperature=origin.temperature,
-                                      withheld=outcome.withheld))
+            all_rejects.append(
+                Reject(
+                    generator.candidate_id(candidate),
+                    outcome.stage or "verification",
+                    outcome.reason or "rejected",
+                    origin=origin.kind,
+                    model=origin.model.name if origin.model else None,
+                    temperature=origin.temperature,
+                    withheld=outcome.withheld,
+                )
+            )
             continue
         row = outcome.row
         if "sample" in row:  # a schema with a top-level flag too
             row["sample"] = spec.sample
-        generator.tags_holder(row).update(synthetic=True, sample=spec.sample, partition=spec.partition,
-                                          batch_id=spec.batch_id, **origin.tags())
+        generator.tags_holder(row).update(
+            synthetic=True, sample=spec.sample, partition=spec.partition, batch_id=spec.batch_id, **origin.tags()
+        )
         accepted.append(row)
 
     out = spec.out_dir
     out.mkdir(parents=True, exist_ok=True)
-    files = {"examples": out / EXAMPLES_FILE, "rejects": out / REJECTS_FILE, "spot_check": out / QUEUE_FILE,
-             "metadata": out / METADATA_FILE}
+    files = {
+        "examples": out / EXAMPLES_FILE,
+        "rejects": out / REJECTS_FILE,
+        "spot_check": out / QUEUE_FILE,
+        "metadata": out / METADATA_FILE,
+    }
     write_jsonl(files["examples"], accepted)
     write_jsonl(files["rejects"], [r.to_dict() for r in all_rejects])
     spot = set(spot_check_ids([str(r["id"]) for r in accepted], spec.spot_fraction, spec.seed))
     write_queue(files["spot_check"], [r for r in accepted if str(r["id"]) in spot], spec)
     tags = [generator.tags(row) for row in accepted]
-    counts = {"template_candidates": n_templates, "template_draws_rejected": len(template_rejects),
-              "seed_rows_rejected": len(rejects), "model_calls": n_model_calls, "model_candidates": n_model_rows, "accepted": len(accepted),
-              "rejected": len(all_rejects), "candidates": len(candidates)}
+    counts = {
+        "template_candidates": n_templates,
+        "template_draws_rejected": len(template_rejects),
+        "seed_rows_rejected": len(rejects),
+        "model_calls": n_model_calls,
+        "model_candidates": n_model_rows,
+        "accepted": len(accepted),
+        "rejected": len(all_rejects),
+        "candidates": len(candidates),
+    }
     timings["total"] = time.perf_counter() - started
     metadata = build_metadata(
-        spec, generator_id=generator.generator_id, verifier=generator.verifier, versions=generator.versions(),
-        counts=counts, labels=Counter(t[0] for t in tags), scenarios=Counter(t[1] for t in tags),
-        difficulty=Counter(t[2] for t in tags), rejects=all_rejects, spot=len(spot), seeds=seeds,
+        spec,
+        generator_id=generator.generator_id,
+        verifier=generator.verifier,
+        versions=generator.versions(),
+        counts=counts,
+        labels=Counter(t[0] for t in tags),
+        scenarios=Counter(t[1] for t in tags),
+        difficulty=Counter(t[2] for t in tags),
+        rejects=all_rejects,
+        spot=len(spot),
+        seeds=seeds,
         files={name: path.name for name, path in files.items()},
     )
     (files["metadata"]).write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")

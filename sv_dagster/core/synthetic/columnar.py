@@ -44,8 +44,12 @@ TableRows = Callable[[Iterable[Mapping[str, Any]]], Iterator[dict[str, Any]]]
 def _schema(generator: ColumnarGenerator) -> pa.Schema:
     """The generator's columns, then the batch's own tags."""
     fields = [pa.field(name, ARROW_TYPES[kind]) for name, kind in generator.columns()]
-    fields += [pa.field("synthetic", pa.bool_()), pa.field("sample", pa.bool_()), pa.field("partition", pa.string()),
-               pa.field("batch_id", pa.string())]
+    fields += [
+        pa.field("synthetic", pa.bool_()),
+        pa.field("sample", pa.bool_()),
+        pa.field("partition", pa.string()),
+        pa.field("batch_id", pa.string()),
+    ]
     return pa.schema(fields)
 
 
@@ -79,11 +83,17 @@ def rows_from_parquet(path: Path, table_rows: TableRows, ids: set[str] | None = 
         yield from table_rows(table.to_pylist())
 
 
-def _model_columns(spec: BatchSpec, generator: ColumnarGenerator, rng: random.Random,
-                   rejects: list[Reject]) -> tuple[dict[str, np.ndarray] | None, int]:
+def _model_columns(
+    spec: BatchSpec, generator: ColumnarGenerator, rng: random.Random, rejects: list[Reject]
+) -> tuple[dict[str, np.ndarray] | None, int]:
     """Rows the seed models write from the generator's prompts, at each temperature."""
-    samples = sample_variations(generator.variation_prompts(rng, spec.variations), spec.seed_models, spec.temperatures,
-                                spec.env_id, concurrency=spec.sampling_concurrency)
+    samples = sample_variations(
+        generator.variation_prompts(rng, spec.variations),
+        spec.seed_models,
+        spec.temperatures,
+        spec.env_id,
+        concurrency=spec.sampling_concurrency,
+    )
     parsed, meta = [], []
     for j, sample in enumerate(samples):
         row_id = f"{spec.id_prefix}-m{j:05d}"
@@ -100,7 +110,9 @@ def _model_columns(spec: BatchSpec, generator: ColumnarGenerator, rng: random.Ra
     bad = {i for i, _ in problems}
     for i, reason in problems:
         row_id, sample = meta[i]
-        rejects.append(Reject(row_id, "validation", reason, origin="model", model=sample.model, temperature=sample.temperature))
+        rejects.append(
+            Reject(row_id, "validation", reason, origin="model", model=sample.model, temperature=sample.temperature)
+        )
     kept = [m for i, m in enumerate(meta) if i not in bad]
     if not kept:
         return None, len(samples)
@@ -111,15 +123,24 @@ def _model_columns(spec: BatchSpec, generator: ColumnarGenerator, rng: random.Ra
     return cols, len(samples)
 
 
-def run_columnar_batch(spec: BatchSpec, seed_cols: Any, seed_sources: Sequence[str], seeds: dict[str, Any],
-                       seed_rejects: Sequence[Reject] = (), *, options: Mapping[str, Any] | None = None,
-                       chunk_rows: int = DEFAULT_CHUNK_ROWS, write_jsonl: bool = True) -> BatchResult:
+def run_columnar_batch(
+    spec: BatchSpec,
+    seed_cols: Any,
+    seed_sources: Sequence[str],
+    seeds: dict[str, Any],
+    seed_rejects: Sequence[Reject] = (),
+    *,
+    options: Mapping[str, Any] | None = None,
+    chunk_rows: int = DEFAULT_CHUNK_ROWS,
+    write_jsonl: bool = True,
+) -> BatchResult:
     """One batch of `spec.size` candidate rows of `spec.env` (see the module doc), from what
     its `read_seeds` returned: `seed_cols` the seed rows to vary (`seed_sources[i]` names
     where row i came from: file:line), `seeds` the facts, `seed_rejects` the unusable ones."""
     synthetic = ENVS[spec.env].synthetic
     generator: ColumnarGenerator = synthetic.make_generator(
-        Seeds(seed_cols, dict(seeds), list(seed_rejects), list(seed_sources)), options or {})
+        Seeds(seed_cols, dict(seeds), list(seed_rejects), list(seed_sources)), options or {}
+    )
     started = time.perf_counter()
     out = spec.out_dir
     out.mkdir(parents=True, exist_ok=True)
@@ -140,9 +161,16 @@ def run_columnar_batch(spec: BatchSpec, seed_cols: Any, seed_sources: Sequence[s
             for i in bad:
                 if stage == "verification" and invalid[i] is not None:
                     continue  # one reason per row: the first stage that failed
-                rejects.append(Reject(str(cols["id"][i]), stage, str(reasons[i]),
-                                      source=str(cols["seed_source"][i]) if cols["seed_source"][i] else None,
-                                      origin=str(cols["origin"][i]), model=cols["seed_model"][i] or None))
+                rejects.append(
+                    Reject(
+                        str(cols["id"][i]),
+                        stage,
+                        str(reasons[i]),
+                        source=str(cols["seed_source"][i]) if cols["seed_source"][i] else None,
+                        origin=str(cols["origin"][i]),
+                        model=cols["seed_model"][i] or None,
+                    )
+                )
         keep = np.flatnonzero((invalid == None) & (unverified == None))  # noqa: E711
         if not len(keep):
             return
@@ -184,18 +212,43 @@ def run_columnar_batch(spec: BatchSpec, seed_cols: Any, seed_sources: Sequence[s
     with (out / REJECTS_FILE).open("w", encoding="utf-8") as handle:
         for reject in rejects:
             handle.write(json.dumps(reject.to_dict(), sort_keys=True) + "\n")
-    files = {synthetic.table: table_path, "rejects": out / REJECTS_FILE, "spot_check": out / QUEUE_FILE,
-             "metadata": out / METADATA_FILE}
+    files = {
+        synthetic.table: table_path,
+        "rejects": out / REJECTS_FILE,
+        "spot_check": out / QUEUE_FILE,
+        "metadata": out / METADATA_FILE,
+    }
     if write_jsonl:
         files["examples"] = out / EXAMPLES_FILE
-    counts = {"candidates": spec.size + n_model_rows, "template_candidates": spec.size, "model_calls": n_model_calls,
-              "model_candidates": n_model_rows, "accepted": len(accepted_ids), "rejected": len(rejects),
-              "seed_rows_rejected": len(seed_rejects), "by_origin": dict(origins), **generator.counts()}
+    counts = {
+        "candidates": spec.size + n_model_rows,
+        "template_candidates": spec.size,
+        "model_calls": n_model_calls,
+        "model_candidates": n_model_rows,
+        "accepted": len(accepted_ids),
+        "rejected": len(rejects),
+        "seed_rows_rejected": len(seed_rejects),
+        "by_origin": dict(origins),
+        **generator.counts(),
+    }
     metadata = build_metadata(
-        spec, generator_id=generator.generator_id, verifier=generator.verifier, versions=generator.versions(),
-        counts=counts, labels=labels, scenarios=scenarios, difficulty=difficulty, rejects=rejects, spot=len(spot),
-        seeds=seeds, files={name: path.name for name, path in files.items()},
+        spec,
+        generator_id=generator.generator_id,
+        verifier=generator.verifier,
+        versions=generator.versions(),
+        counts=counts,
+        labels=labels,
+        scenarios=scenarios,
+        difficulty=difficulty,
+        rejects=rejects,
+        spot=len(spot),
+        seeds=seeds,
+        files={name: path.name for name, path in files.items()},
     )
     metadata["options"] = {**generator.settings(), "chunk_rows": chunk_rows}
-    (out / METADATA_FILE).write_text(json.dumps(metadata, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    return BatchResult(out, metadata, files, {"generate_validate_write": generated, "total": time.perf_counter() - started})
+    (out / METADATA_FILE).write_text(
+        json.dumps(metadata, indent=2, sort_keys=True, default=str) + "\n", encoding="utf-8"
+    )
+    return BatchResult(
+        out, metadata, files, {"generate_validate_write": generated, "total": time.perf_counter() - started}
+    )

@@ -52,15 +52,19 @@ def record_version(record: Any) -> str | None:
 def latest_batch(instance: dg.DagsterInstance, env: str, partition: str) -> tuple[Path, Any]:
     record = latest_record(instance, synthetic_key(env), partition)
     if record is None:
-        raise ReviewError(f"synthetic/{env} has no materialization for partition {partition} in the instance at "
-                          f"{instance.root_directory}; materialize it first (job synthetic_daily)")
+        raise ReviewError(
+            f"synthetic/{env} has no materialization for partition {partition} in the instance at "
+            f"{instance.root_directory}; materialize it first (job synthetic_daily)"
+        )
     path = record_path(record)
     if path is None or not (path / "metadata.json").is_file():
         raise ReviewError(f"synthetic/{env} partition {partition}: its batch folder {path} is gone")
     return path, record
 
 
-def check_outcome(batch_dir: Path, status: ReviewStatus | None = None) -> tuple[bool, dg.AssetCheckSeverity, str, dict[str, Any]]:
+def check_outcome(
+    batch_dir: Path, status: ReviewStatus | None = None
+) -> tuple[bool, dg.AssetCheckSeverity, str, dict[str, Any]]:
     """(passed, severity, description, metadata) of the spot check for a batch: passes once
     the sample is reviewed (a batch-level accept, or a decision on every sampled row); a
     batch rejected as a whole fails with ERROR; a pending review fails with WARN."""
@@ -68,15 +72,21 @@ def check_outcome(batch_dir: Path, status: ReviewStatus | None = None) -> tuple[
     status = status or review_status(batch_dir)
     command = meta.get("review", {}).get("command", "")
     if status.state == "done":
-        description = (f"reviewed: {status.reviewed}/{status.sampled} sampled rows; "
-                       f"{len(status.rejected_rows)} row(s) rejected and excluded downstream")
+        description = (
+            f"reviewed: {status.reviewed}/{status.sampled} sampled rows; "
+            f"{len(status.rejected_rows)} row(s) rejected and excluded downstream"
+        )
         passed, severity = True, dg.AssetCheckSeverity.WARN
     elif status.state == "rejected":
-        description = f"batch rejected by {status.last.reviewer if status.last else '?'}: every row is excluded downstream"
+        description = (
+            f"batch rejected by {status.last.reviewer if status.last else '?'}: every row is excluded downstream"
+        )
         passed, severity = False, dg.AssetCheckSeverity.ERROR
     else:
-        description = (f"pending human review: {status.reviewed}/{status.sampled} sampled rows decided; "
-                       f"record a decision with `{command}`")
+        description = (
+            f"pending human review: {status.reviewed}/{status.sampled} sampled rows decided; "
+            f"record a decision with `{command}`"
+        )
         passed, severity = False, dg.AssetCheckSeverity.WARN
     last = status.last
     metadata: dict[str, Any] = {
@@ -99,12 +109,22 @@ def check_outcome(batch_dir: Path, status: ReviewStatus | None = None) -> tuple[
 def observe_decision(instance: dg.DagsterInstance, decision: Decision, status: ReviewStatus) -> None:
     """The decision as an observation of the synthetic asset's partition (runless: a
     reviewer's act, not a computation), so it sits in the asset's event history."""
-    instance.report_runless_asset_event(dg.AssetObservation(
-        asset_key=synthetic_key(decision.env), partition=decision.partition,
-        description=f"spot-check decision {decision.id}: {decision.verdict} by {decision.reviewer}",
-        metadata={"decision_id": decision.id, "reviewer": decision.reviewer, "time": decision.time,
-                  "verdict": decision.verdict, "rows": dg.MetadataValue.json(list(decision.rows)), "note": decision.note,
-                  "batch_id": decision.batch_id, "batch_data_version": decision.data_version or "",
-                  "review_state": status.state},
-        tags={"sv/review": decision.verdict},
-    ))
+    instance.report_runless_asset_event(
+        dg.AssetObservation(
+            asset_key=synthetic_key(decision.env),
+            partition=decision.partition,
+            description=f"spot-check decision {decision.id}: {decision.verdict} by {decision.reviewer}",
+            metadata={
+                "decision_id": decision.id,
+                "reviewer": decision.reviewer,
+                "time": decision.time,
+                "verdict": decision.verdict,
+                "rows": dg.MetadataValue.json(list(decision.rows)),
+                "note": decision.note,
+                "batch_id": decision.batch_id,
+                "batch_data_version": decision.data_version or "",
+                "review_state": status.state,
+            },
+            tags={"sv/review": decision.verdict},
+        )
+    )

@@ -55,12 +55,14 @@ def paired_batch(batch_dir: Path | None) -> PairedBatch | None:
     if batch_dir is None or not (Path(batch_dir) / METADATA_FILE).is_file():
         return None
     accepted = accepted_examples(Path(batch_dir))
-    return PairedBatch(f"synthetic/{accepted.env}", accepted.batch_id, accepted.rows, accepted.excluded,
-                       accepted.decision_ids)
+    return PairedBatch(
+        f"synthetic/{accepted.env}", accepted.batch_id, accepted.rows, accepted.excluded, accepted.decision_ids
+    )
 
 
-def build_batch(spec: BatchSpec, upstream: Upstream, options: Mapping[str, Any] | None = None, *,
-                write_jsonl: bool = True) -> BatchResult:
+def build_batch(
+    spec: BatchSpec, upstream: Upstream, options: Mapping[str, Any] | None = None, *, write_jsonl: bool = True
+) -> BatchResult:
     """`options`: the spec's run options by name (absent: the environment's defaults).
     `write_jsonl`: columnar batches also write examples.jsonl beside the Parquet table."""
     synthetic = ENVS[spec.env].synthetic
@@ -75,6 +77,7 @@ def build_batch(spec: BatchSpec, upstream: Upstream, options: Mapping[str, Any] 
     )
     seeds = synthetic.read_seeds(inputs)
     if synthetic.table:
-        return run_columnar_batch(spec, seeds.data, seeds.sources, seeds.facts, seeds.rejects, options=options,
-                                  write_jsonl=write_jsonl)
+        return run_columnar_batch(
+            spec, seeds.data, seeds.sources, seeds.facts, seeds.rejects, options=options, write_jsonl=write_jsonl
+        )
     return run_batch(spec, synthetic.make_generator(seeds, options), seeds.facts, seeds.rejects)

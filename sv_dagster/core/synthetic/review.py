@@ -141,9 +141,13 @@ def review_status(batch_dir: Path, root: Path | None = None) -> ReviewStatus:
     else:
         state = "pending"
     return ReviewStatus(
-        state=state, sampled=len(queue), reviewed=reviewed,
+        state=state,
+        sampled=len(queue),
+        reviewed=reviewed,
         rejected_rows=sorted(row for row, verdict in row_verdicts.items() if verdict == "reject"),
-        decision_ids=[d.id for d in decisions], batch_verdict=batch_verdict, last=decisions[-1] if decisions else None,
+        decision_ids=[d.id for d in decisions],
+        batch_verdict=batch_verdict,
+        last=decisions[-1] if decisions else None,
     )
 
 
@@ -204,7 +208,9 @@ def accepted_examples(batch_dir: Path, *, require_review: bool = False, root: Pa
             excluded.append(row_id(row))
         else:
             rows.append(row)
-    return AcceptedExamples(rows, status.decision_ids, excluded, status, meta["batch_id"], meta["env"], meta["partition"])
+    return AcceptedExamples(
+        rows, status.decision_ids, excluded, status, meta["batch_id"], meta["env"], meta["partition"]
+    )
 
 
 def write_accepted(batch_dir: Path, path: Path, **kwargs: Any) -> AcceptedExamples:
@@ -221,8 +227,17 @@ def _batch_row_ids(batch_dir: Path) -> set[str]:
     return {row_id(row) for row in iter_batch_rows(batch_dir)}
 
 
-def record_decision(batch_dir: Path, *, reviewer: str, verdict: str, rows: Sequence[str] = (), note: str = "",
-                    data_version: str | None = None, root: Path | None = None, now: datetime | None = None) -> Decision:
+def record_decision(
+    batch_dir: Path,
+    *,
+    reviewer: str,
+    verdict: str,
+    rows: Sequence[str] = (),
+    note: str = "",
+    data_version: str | None = None,
+    root: Path | None = None,
+    now: datetime | None = None,
+) -> Decision:
     """Append one decision for the batch (validated first: verdict, reviewer, row ids)."""
     if verdict not in VERDICTS:
         raise ReviewError(f"verdict must be one of {list(VERDICTS)}, got {verdict!r}")
@@ -235,10 +250,21 @@ def record_decision(batch_dir: Path, *, reviewer: str, verdict: str, rows: Seque
         if unknown:
             raise ReviewError(f"row id(s) {unknown[:5]} are not in batch {meta['batch_id']} ({batch_dir})")
     when = (now or datetime.now(UTC)).isoformat(timespec="seconds")
-    digest = hashlib.sha256(json.dumps([meta["batch_id"], reviewer, when, verdict, rows, note]).encode()).hexdigest()[:12]
-    decision = Decision(id=f"rev-{digest}", env=meta["env"], partition=meta["partition"], batch_id=meta["batch_id"],
-                        reviewer=reviewer.strip(), time=when, verdict=verdict, rows=rows, note=note,
-                        data_version=data_version)
+    digest = hashlib.sha256(json.dumps([meta["batch_id"], reviewer, when, verdict, rows, note]).encode()).hexdigest()[
+        :12
+    ]
+    decision = Decision(
+        id=f"rev-{digest}",
+        env=meta["env"],
+        partition=meta["partition"],
+        batch_id=meta["batch_id"],
+        reviewer=reviewer.strip(),
+        time=when,
+        verdict=verdict,
+        rows=rows,
+        note=note,
+        data_version=data_version,
+    )
     path = decisions_path(meta["env"], meta["partition"], root)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a", encoding="utf-8") as handle:  # append-only: the history of decisions is kept

@@ -19,22 +19,28 @@ from typing import Any
 
 from sv_dagster.core.registry import ModelSpec
 
-SYSTEM = ("You write varied, realistic training data for security research tools. Follow the format you are asked "
-          "for exactly and add nothing else.")
+SYSTEM = (
+    "You write varied, realistic training data for security research tools. Follow the format you are asked "
+    "for exactly and add nothing else."
+)
 
 
 class SamplingConfigError(ValueError):
     """Seed models that cannot sample (unknown name, embedded backend, bad temperature)."""
 
 
-def resolve_models(names: Sequence[str], registry: dict[str, ModelSpec], temperatures: Sequence[float]) -> list[ModelSpec]:
+def resolve_models(
+    names: Sequence[str], registry: dict[str, ModelSpec], temperatures: Sequence[float]
+) -> list[ModelSpec]:
     """The registry entries named in `seed_models`, checked before any work."""
     unknown = [name for name in names if name not in registry]
     if unknown:
         raise SamplingConfigError(f"seed_models {unknown} are not in the model registry (known: {sorted(registry)})")
     embedded = [name for name in names if registry[name].backend != "openai"]
     if embedded:
-        raise SamplingConfigError(f"seed_models {embedded} use an embedded backend; only OpenAI-compatible models can sample")
+        raise SamplingConfigError(
+            f"seed_models {embedded} use an embedded backend; only OpenAI-compatible models can sample"
+        )
     bad = [t for t in temperatures if not 0.0 <= t <= 2.0]
     if names and (not temperatures or bad):
         raise SamplingConfigError(f"temperatures must be a non-empty list in [0, 2], got {list(temperatures)}")
@@ -55,8 +61,13 @@ class Sample:
     error: str | None
 
 
-async def _sample(requests: Sequence[tuple[Any, str]], models: Sequence[ModelSpec], temperatures: Sequence[float],
-                  env_id: str, concurrency: int) -> list[Sample]:
+async def _sample(
+    requests: Sequence[tuple[Any, str]],
+    models: Sequence[ModelSpec],
+    temperatures: Sequence[float],
+    env_id: str,
+    concurrency: int,
+) -> list[Sample]:
     from sv_dagster.core.backends import CompletionFailed, make_backend
 
     backends = {(m.name, t): make_backend(at_temperature(m, t), env_id) for m in models for t in temperatures}
@@ -74,15 +85,22 @@ async def _sample(requests: Sequence[tuple[Any, str]], models: Sequence[ModelSpe
                     return Sample(key, model, temperature, None, str(exc)[:300])
             return Sample(key, model, temperature, completion.text, None)
 
-        return await asyncio.gather(*(one(key, prompt, m.name, t) for key, prompt in requests for m in models
-                                      for t in temperatures))
+        return await asyncio.gather(
+            *(one(key, prompt, m.name, t) for key, prompt in requests for m in models for t in temperatures)
+        )
     finally:
         for backend in backends.values():
             await backend.aclose()
 
 
-def sample_variations(requests: Sequence[tuple[Any, str]], models: Sequence[ModelSpec], temperatures: Sequence[float],
-                      env_id: str, *, concurrency: int = 8) -> list[Sample]:
+def sample_variations(
+    requests: Sequence[tuple[Any, str]],
+    models: Sequence[ModelSpec],
+    temperatures: Sequence[float],
+    env_id: str,
+    *,
+    concurrency: int = 8,
+) -> list[Sample]:
     """Every request (key, prompt) to every model at every temperature. A request that fails
     after the backend's retries is a Sample with `error` (recorded as a rejected row); an
     endpoint that cannot be reached raises BackendUnavailable before any request."""

@@ -81,8 +81,13 @@ def _parse_row(row: Any) -> LabelledText:
     if not isinstance(row["note"], str):
         raise ValueError("'note' must be a string")
     return LabelledText(
-        id=row["id"], text=row["text"], context=row["context"], role=row["role"],
-        unsafe=row["unsafe"], categories=cats, note=row["note"],
+        id=row["id"],
+        text=row["text"],
+        context=row["context"],
+        role=row["role"],
+        unsafe=row["unsafe"],
+        categories=cats,
+        note=row["note"],
     )
 
 
@@ -131,7 +136,11 @@ def agreement(classifier: SafetyClassifier, examples: Sequence[LabelledText] | N
         canonical = json.dumps(
             [[e.id, e.text, e.context, e.role, e.unsafe, list(e.categories)] for e in examples], ensure_ascii=False
         )
-        set_info = {"path": "<examples given>", "sha256": hashlib.sha256(canonical.encode("utf-8")).hexdigest(), "n": len(examples)}
+        set_info = {
+            "path": "<examples given>",
+            "sha256": hashlib.sha256(canonical.encode("utf-8")).hexdigest(),
+            "n": len(examples),
+        }
     verdicts = classifier.classify_many([(e.text, e.context, e.role) for e in examples])
     tp = fp = tn = fn = 0
     cat_hits = 0
@@ -163,7 +172,11 @@ def agreement(classifier: SafetyClassifier, examples: Sequence[LabelledText] | N
     kappa = (accuracy - p_e) / (1 - p_e) if n and p_e < 1 else (1.0 if accuracy == 1.0 else 0.0)
     precision = _ratio(tp, tp + fp)
     recall = _ratio(tp, tp + fn)
-    f1 = 2 * precision * recall / (precision + recall) if precision and recall else (0.0 if precision is not None and recall is not None else None)
+    f1 = (
+        2 * precision * recall / (precision + recall)
+        if precision and recall
+        else (0.0 if precision is not None and recall is not None else None)
+    )
     return {
         "classifier": classifier.ident,
         "labelled_set": set_info,

@@ -34,11 +34,15 @@ class ToolCache:
         self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")  # a lost last write is only a future miss
-        self._db.execute("CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, tool TEXT NOT NULL, value TEXT NOT NULL)")
+        self._db.execute(
+            "CREATE TABLE IF NOT EXISTS results (key TEXT PRIMARY KEY, tool TEXT NOT NULL, value TEXT NOT NULL)"
+        )
         self.hits = 0
         self.misses = 0
 
-    def lookup(self, tool: str, version: str, ruleset_hash: str, suffix: str, content: str | bytes) -> ToolResult | None:
+    def lookup(
+        self, tool: str, version: str, ruleset_hash: str, suffix: str, content: str | bytes
+    ) -> ToolResult | None:
         key = cache_key(tool, version, ruleset_hash, suffix, content)
         with self._lock:
             row = self._db.execute("SELECT value FROM results WHERE key = ?", (key,)).fetchone()
@@ -56,8 +60,10 @@ class ToolCache:
     def store(self, result: ToolResult, suffix: str, content: str | bytes) -> None:
         key = cache_key(result.tool, result.version, result.ruleset_hash, suffix, content)
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO results (key, tool, value) VALUES (?, ?, ?)",
-                             (key, result.tool, json.dumps(result.to_dict())))
+            self._db.execute(
+                "INSERT OR REPLACE INTO results (key, tool, value) VALUES (?, ?, ?)",
+                (key, result.tool, json.dumps(result.to_dict())),
+            )
 
     def stats(self) -> dict[str, float | int]:
         with self._lock:

@@ -10,9 +10,17 @@ SEVERITIES = ("low", "medium", "high")
 SEVERITY_WEIGHTS = {"low": 1.0, "medium": 2.0, "high": 3.0}
 
 _ALIASES = {
-    "info": "low", "informational": "low", "note": "low", "low": "low",
-    "warning": "medium", "warn": "medium", "medium": "medium", "moderate": "medium",
-    "error": "high", "high": "high", "critical": "high",
+    "info": "low",
+    "informational": "low",
+    "note": "low",
+    "low": "low",
+    "warning": "medium",
+    "warn": "medium",
+    "medium": "medium",
+    "moderate": "medium",
+    "error": "high",
+    "high": "high",
+    "critical": "high",
 }
 
 
@@ -40,8 +48,11 @@ class Finding:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Finding:
         return cls(
-            tool=data["tool"], rule=data["rule"], severity=data.get("severity", "medium"),
-            line=data.get("line"), message=data.get("message", ""),
+            tool=data["tool"],
+            rule=data["rule"],
+            severity=data.get("severity", "medium"),
+            line=data.get("line"),
+            message=data.get("message", ""),
         )
 
 
@@ -70,14 +81,20 @@ class ToolResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "tool": self.tool, "version": self.version, "ruleset_hash": self.ruleset_hash,
-            "findings": [f.to_dict() for f in self.findings], "error": self.error,
+            "tool": self.tool,
+            "version": self.version,
+            "ruleset_hash": self.ruleset_hash,
+            "findings": [f.to_dict() for f in self.findings],
+            "error": self.error,
         }
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], cached: bool = False) -> ToolResult:
         return cls(
-            tool=data["tool"], version=data["version"], ruleset_hash=data["ruleset_hash"],
+            tool=data["tool"],
+            version=data["version"],
+            ruleset_hash=data["ruleset_hash"],
             findings=tuple(Finding.from_dict(f) for f in data.get("findings", [])),
-            error=data.get("error"), cached=cached,
+            error=data.get("error"),
+            cached=cached,
         )

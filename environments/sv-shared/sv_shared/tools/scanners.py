@@ -53,7 +53,9 @@ def _tool_version(path: str, args: tuple[str, ...]) -> str:
     rewrites the script, so a new version is asked again)."""
     stat = os.stat(path)
     key = f"{path}|{stat.st_size}|{stat.st_mtime_ns}|{' '.join(args)}"
-    memo_path = Path(os.environ.get("SV_TOOL_CACHE") or Path.home() / ".cache" / "sv-dagster" / "tools") / "versions.json"
+    memo_path = (
+        Path(os.environ.get("SV_TOOL_CACHE") or Path.home() / ".cache" / "sv-dagster" / "tools") / "versions.json"
+    )
     try:
         memo = json.loads(memo_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -83,8 +85,13 @@ def _tool_env() -> dict[str, str]:
     """Tools get no secrets and never phone home."""
     keep = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "SSL_CERT_FILE")
     env = {k: os.environ[k] for k in keep if k in os.environ}
-    env.update(SEMGREP_SEND_METRICS="off", SEMGREP_ENABLE_VERSION_CHECK="0", BC_SKIP_MAPPING="TRUE",
-               CHECKOV_RUN_SCA_PACKAGE_SCAN_V2="false", PYTHONWARNINGS="ignore")
+    env.update(
+        SEMGREP_SEND_METRICS="off",
+        SEMGREP_ENABLE_VERSION_CHECK="0",
+        BC_SKIP_MAPPING="TRUE",
+        CHECKOV_RUN_SCA_PACKAGE_SCAN_V2="false",
+        PYTHONWARNINGS="ignore",
+    )
     return env
 
 
@@ -106,16 +113,33 @@ def ruleset_hash(rules: Path | None) -> str:
 # are set here for the checks the bundled corpora exercise; anything else is "medium".
 CHECKOV_SEVERITY = {
     "CKV_K8S_16": "high",  # privileged container
-    "CKV_K8S_17": "high", "CKV_K8S_18": "high", "CKV_K8S_19": "high",  # hostPID/IPC/Network
+    "CKV_K8S_17": "high",
+    "CKV_K8S_18": "high",
+    "CKV_K8S_19": "high",  # hostPID/IPC/Network
     "CKV_K8S_20": "high",  # allowPrivilegeEscalation
-    "CKV_K8S_23": "medium", "CKV_K8S_40": "medium",  # root user
-    "CKV_K8S_14": "low", "CKV_K8S_43": "low",  # image tag / digest
-    "CKV_K8S_10": "low", "CKV_K8S_11": "low", "CKV_K8S_12": "low", "CKV_K8S_13": "low",  # requests/limits
-    "CKV_K8S_49": "high", "CKV_K8S_155": "high", "CKV_K8S_157": "high",  # wildcard RBAC
-    "CKV_AWS_20": "high", "CKV_AWS_57": "high",  # public S3 ACL
-    "CKV_AWS_24": "high", "CKV_AWS_25": "high", "CKV_AWS_260": "high",  # SG open to the world
-    "CKV_AWS_3": "medium", "CKV_AWS_16": "medium", "CKV_AWS_19": "medium", "CKV_AWS_145": "medium",  # encryption
-    "CKV_AWS_1": "high", "CKV_AWS_62": "high", "CKV_AWS_63": "high",  # IAM wildcards
+    "CKV_K8S_23": "medium",
+    "CKV_K8S_40": "medium",  # root user
+    "CKV_K8S_14": "low",
+    "CKV_K8S_43": "low",  # image tag / digest
+    "CKV_K8S_10": "low",
+    "CKV_K8S_11": "low",
+    "CKV_K8S_12": "low",
+    "CKV_K8S_13": "low",  # requests/limits
+    "CKV_K8S_49": "high",
+    "CKV_K8S_155": "high",
+    "CKV_K8S_157": "high",  # wildcard RBAC
+    "CKV_AWS_20": "high",
+    "CKV_AWS_57": "high",  # public S3 ACL
+    "CKV_AWS_24": "high",
+    "CKV_AWS_25": "high",
+    "CKV_AWS_260": "high",  # SG open to the world
+    "CKV_AWS_3": "medium",
+    "CKV_AWS_16": "medium",
+    "CKV_AWS_19": "medium",
+    "CKV_AWS_145": "medium",  # encryption
+    "CKV_AWS_1": "high",
+    "CKV_AWS_62": "high",
+    "CKV_AWS_63": "high",  # IAM wildcards
 }
 
 
@@ -142,11 +166,15 @@ def _parse_semgrep(out: dict[str, Any], names: dict[str, str]):
             continue
         extra = item.get("extra", {})
         severity = (extra.get("metadata") or {}).get("severity") or extra.get("severity")
-        findings.setdefault(name, []).append(Finding(
-            tool="semgrep", rule=item["check_id"].rsplit(".", 1)[-1],
-            severity=normalize_severity(severity), line=item.get("start", {}).get("line"),
-            message=str(extra.get("message", ""))[:300],
-        ))
+        findings.setdefault(name, []).append(
+            Finding(
+                tool="semgrep",
+                rule=item["check_id"].rsplit(".", 1)[-1],
+                severity=normalize_severity(severity),
+                line=item.get("start", {}).get("line"),
+                message=str(extra.get("message", ""))[:300],
+            )
+        )
     errors: dict[str, str] = {}
     for err in out.get("errors", []):
         name = _by_name(str(err.get("path", "")), names)
@@ -165,11 +193,15 @@ def _parse_checkov(out: Any, names: dict[str, str]):
                 continue
             rule = check["check_id"]
             line_range = check.get("file_line_range") or [None]
-            findings.setdefault(name, []).append(Finding(
-                tool="checkov", rule=rule,
-                severity=normalize_severity(check.get("severity"), CHECKOV_SEVERITY.get(rule, "medium")),
-                line=line_range[0], message=str(check.get("check_name", ""))[:300],
-            ))
+            findings.setdefault(name, []).append(
+                Finding(
+                    tool="checkov",
+                    rule=rule,
+                    severity=normalize_severity(check.get("severity"), CHECKOV_SEVERITY.get(rule, "medium")),
+                    line=line_range[0],
+                    message=str(check.get("check_name", ""))[:300],
+                )
+            )
     return findings, {}
 
 
@@ -178,10 +210,15 @@ def _parse_bandit(out: dict[str, Any], names: dict[str, str]):
     for item in out.get("results", []):
         name = _by_name(item.get("filename", ""), names)
         if name is not None:
-            findings.setdefault(name, []).append(Finding(
-                tool="bandit", rule=item["test_id"], severity=normalize_severity(item.get("issue_severity")),
-                line=item.get("line_number"), message=str(item.get("issue_text", ""))[:300],
-            ))
+            findings.setdefault(name, []).append(
+                Finding(
+                    tool="bandit",
+                    rule=item["test_id"],
+                    severity=normalize_severity(item.get("issue_severity")),
+                    line=item.get("line_number"),
+                    message=str(item.get("issue_text", ""))[:300],
+                )
+            )
     errors = {}
     for err in out.get("errors", []):
         name = _by_name(err.get("filename", ""), names)
@@ -197,33 +234,67 @@ def _parse_kubelinter(out: dict[str, Any], names: dict[str, str]):
         path = ((report.get("Object") or {}).get("Metadata") or {}).get("FilePath", "")
         name = _by_name(path, names)
         if name is not None:
-            findings.setdefault(name, []).append(Finding(
-                tool="kubelinter", rule=report.get("Check", "unknown"), severity="medium",
-                message=str((report.get("Diagnostic") or {}).get("Message", ""))[:300],
-            ))
+            findings.setdefault(name, []).append(
+                Finding(
+                    tool="kubelinter",
+                    rule=report.get("Check", "unknown"),
+                    severity="medium",
+                    message=str((report.get("Diagnostic") or {}).get("Message", ""))[:300],
+                )
+            )
     return findings, {}
 
 
 TOOLS: dict[str, ToolDef] = {
     "semgrep": ToolDef(
-        "semgrep", "semgrep", ("--version",),
-        lambda exe, rules, files: [exe, "scan", "--config", str(rules), "--json", "--metrics=off",
-                                   "--disable-version-check", "--no-git-ignore", "--quiet", "--jobs", "1", *files],
+        "semgrep",
+        "semgrep",
+        ("--version",),
+        lambda exe, rules, files: [
+            exe,
+            "scan",
+            "--config",
+            str(rules),
+            "--json",
+            "--metrics=off",
+            "--disable-version-check",
+            "--no-git-ignore",
+            "--quiet",
+            "--jobs",
+            "1",
+            *files,
+        ],
         _parse_semgrep,
     ),
     "checkov": ToolDef(
-        "checkov", "checkov", ("--version",),
-        lambda exe, rules, files: [exe, *[a for f in files for a in ("-f", f)], "-o", "json", "--quiet",
-                                   "--compact", "--skip-download", "--framework", "kubernetes", "terraform"],
+        "checkov",
+        "checkov",
+        ("--version",),
+        lambda exe, rules, files: [
+            exe,
+            *[a for f in files for a in ("-f", f)],
+            "-o",
+            "json",
+            "--quiet",
+            "--compact",
+            "--skip-download",
+            "--framework",
+            "kubernetes",
+            "terraform",
+        ],
         _parse_checkov,
     ),
     "bandit": ToolDef(
-        "bandit", "bandit", ("--version",),
+        "bandit",
+        "bandit",
+        ("--version",),
         lambda exe, rules, files: [exe, "-f", "json", "-q", *files],
         _parse_bandit,
     ),
     "kubelinter": ToolDef(
-        "kubelinter", "kube-linter", ("version",),
+        "kubelinter",
+        "kube-linter",
+        ("version",),
         lambda exe, rules, files: [exe, "lint", "--format", "json", *files],
         _parse_kubelinter,
     ),
@@ -285,8 +356,12 @@ class Scanner:
 
     def info(self) -> dict[str, Any]:
         """What provenance records about this tool."""
-        return {"available": self.available, "version": self.version, "ruleset_hash": self.ruleset_hash,
-                "path": self.executable}
+        return {
+            "available": self.available,
+            "version": self.version,
+            "ruleset_hash": self.ruleset_hash,
+            "path": self.executable,
+        }
 
     def _result(self, findings=(), error: str | None = None) -> ToolResult:
         return ToolResult(self.tool, self.version, self.ruleset_hash, tuple(findings), error)
@@ -295,14 +370,21 @@ class Scanner:
         """Results for every file ({name: content}; the name's suffix tells the tool the
         language, e.g. .yaml, .tf, .py). Cached files cost nothing; the rest share one process."""
         if not self.available:
-            return {name: self._result(error=f"{self.tool} unavailable: {self.definition.binary!r} not in "
-                                        f"$SV_TOOLS_BIN or PATH") for name in files}
+            return {
+                name: self._result(
+                    error=f"{self.tool} unavailable: {self.definition.binary!r} not in $SV_TOOLS_BIN or PATH"
+                )
+                for name in files
+            }
         results: dict[str, ToolResult] = {}
         todo: dict[str, str] = {}
         for name, content in files.items():
             suffix = Path(name).suffix
-            hit = (self.cache.lookup(self.tool, self.version, self.ruleset_hash, suffix, content)
-                   if self.cache and look_up else None)
+            hit = (
+                self.cache.lookup(self.tool, self.version, self.ruleset_hash, suffix, content)
+                if self.cache and look_up
+                else None
+            )
             if hit is not None:
                 results[name] = hit
             elif len(content.encode("utf-8", "surrogateescape")) > MAX_FILE_BYTES:
@@ -335,8 +417,15 @@ class Scanner:
             command = self.definition.command(self.executable, self.rules, paths)
             timeout = self.timeout_s + 2.0 * len(paths)
             try:
-                proc = subprocess.run(command, capture_output=True, text=True, timeout=timeout, cwd=tmp,
-                                      env=_tool_env(), stdin=subprocess.DEVNULL)
+                proc = subprocess.run(
+                    command,
+                    capture_output=True,
+                    text=True,
+                    timeout=timeout,
+                    cwd=tmp,
+                    env=_tool_env(),
+                    stdin=subprocess.DEVNULL,
+                )
             except subprocess.TimeoutExpired:
                 return {n: self._transient(f"{self.tool} timed out after {timeout:.0f} s") for n in files}
             try:
