@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export DAGSTER_HOME ?= $(CURDIR)/.dagster
 
 EVAL_TARGETS := eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
-.PHONY: setup system-packages demo test ui bench lock clean samples check $(EVAL_TARGETS)
+.PHONY: setup system-packages demo test lint ui bench lock clean samples check $(EVAL_TARGETS)
 
 # make eval-e1 MODELS="gpt-5-mini heuristic" N=32 [SEED=42]
 # make eval-e2 MODELS="gpt-5-mini tool-oracle" N=10 INCLUDE_TOOLS=false
@@ -55,8 +55,14 @@ $(STAMP): requirements.lock pyproject.toml environments/*/pyproject.toml
 demo: setup
 	$(BIN)/sv-dagster demo
 
-test: setup
+test: setup lint
 	$(BIN)/python -m pytest
+
+# Formatting, lint and the import layering (pyproject: [tool.ruff], [tool.importlinter]).
+lint: setup
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/lint-imports --no-logo
 
 $(EVAL_TARGETS): eval-%: setup
 	$(BIN)/sv-dagster eval $* --models $(MODELS) --seed $(SEED) --include-tools $(INCLUDE_TOOLS) --target $(TARGET) $(if $(N),--n $(N))
