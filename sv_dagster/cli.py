@@ -245,7 +245,7 @@ def training_text(result, env_short: str) -> str:
     lines.append(
         format_table(table, (("mean reward", "reward"), ("valid JSON", "json"), ("accuracy", "acc"), ("ECE", "ece")))
     )
-    from sv_dagster.core.lineage import metadata_value
+    from sv_dagster.instance.lineage import metadata_value
 
     for stage, metadata in stages:
         value = functools.partial(metadata_value, metadata)
@@ -614,7 +614,7 @@ def main(argv: list[str] | None = None) -> int:
             args.verbose,
         )
     if args.command == "lineage":
-        from sv_dagster.core.lineage import main_lineage
+        from sv_dagster.instance.lineage import main_lineage
 
         return main_lineage(
             args.asset_key, args.partition, args.json, run_id=args.run, data_version=args.data_version, row=args.row

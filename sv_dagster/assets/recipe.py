@@ -28,9 +28,9 @@ from sv_dagster.assets.common import write_json
 from sv_dagster.core import storage
 from sv_dagster.core.paths import outputs_root, outputs_url
 from sv_dagster.core.provenance import build_provenance, provenance_path
+from sv_dagster.instance import DATA_VERSION_TAG
 
 PROVENANCE_TAG = "sv/provenance"
-DATA_VERSION_TAG = "dagster/data_version"
 
 
 @dataclass(frozen=True)

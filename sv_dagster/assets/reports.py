@@ -27,7 +27,7 @@ from sv_dagster.core.reports import (
     scoreboard_markdown,
     weekly_markdown,
 )
-from sv_dagster.core.synthetic.events import record_version
+from sv_dagster.instance.synthetic import record_version
 
 
 class MonthlyConfig(dg.Config):

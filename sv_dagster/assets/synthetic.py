@@ -19,7 +19,8 @@ from pydantic import Field
 from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.core.envs import ENVS, EnvSpec
 from sv_dagster.core.paths import outputs_root
-from sv_dagster.core.synthetic.events import (
+from sv_dagster.core.synthetic.review import ReviewError
+from sv_dagster.instance.synthetic import (
     CHECK_NAME,
     check_outcome,
     latest_batch,
@@ -27,7 +28,6 @@ from sv_dagster.core.synthetic.events import (
     record_path,
     record_version,
 )
-from sv_dagster.core.synthetic.review import ReviewError
 from sv_dagster.resources import ModelRegistry
 
 SYNTHETIC_PARTITIONS = dg.DailyPartitionsDefinition(start_date="2026-11-01")

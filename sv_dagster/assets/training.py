@@ -21,6 +21,7 @@ from sv_dagster.assets.common import write_json
 from sv_dagster.assets.recipe import Artifact, provenance_asset, upstream_data_versions
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import outputs_root
+from sv_dagster.instance import DATA_VERSION_TAG
 from sv_dagster.resources import ExperimentTracking, PipesLauncher
 from sv_dagster.training import catalog
 from sv_dagster.training.config import TrainingConfig, TrainingConfigError, load_training_config
@@ -105,7 +106,7 @@ def _concat_jsonl(sources: list[Path], target: Path, limit: int | None) -> int:
 def _synthetic_batch(context: dg.AssetExecutionContext, env: str, into: Path) -> dict[str, Any] | None:
     """The latest materialized synthetic batch of `env` with the spot-check's rejected rows
     left out, written to `into`; None when there is none."""
-    from sv_dagster.training.synthetic_input import accepted_batch
+    from sv_dagster.instance.synthetic import accepted_batch
 
     return accepted_batch(context.instance, env, into)
 
@@ -537,7 +538,7 @@ def build_signoff_asset(env_short: str) -> dg.AssetsDefinition:
         entry = context.instance.get_latest_materialization_event(_key(review_key))
         if entry is None:
             raise dg.Failure(f"{review_key} was never materialized: there is nothing to sign off")
-        review_version = (entry.tags or {}).get("dagster/data_version")
+        review_version = (entry.tags or {}).get(DATA_VERSION_TAG)
         metadata = entry.asset_materialization.metadata
         record = {
             "reviewer": config.reviewer.strip(),
@@ -581,7 +582,7 @@ def build_promoted_asset(env_short: str) -> dg.AssetsDefinition:
 
         facts = signoff.facts
         entry = context.instance.get_latest_materialization_event(_key(review_key))
-        current = (entry.tags or {}).get("dagster/data_version") if entry else None
+        current = (entry.tags or {}).get(DATA_VERSION_TAG) if entry else None
         problems = []
         if facts.get("verdict") != "approve":
             problems.append(f"the reviewer {facts.get('reviewer')} rejected it ({facts.get('note') or 'no note'})")

@@ -17,7 +17,6 @@ import dagster as dg
 
 from sv_dagster.assets.synthetic import SYNTHETIC_PARTITIONS, build_spot_check, synthetic_keys
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.synthetic.events import CHECK_NAME, latest_batch, observe_decision, record_version, synthetic_key
 from sv_dagster.core.synthetic.review import (
     Decision,
     ReviewError,
@@ -26,6 +25,7 @@ from sv_dagster.core.synthetic.review import (
     record_decision,
     review_status,
 )
+from sv_dagster.instance.synthetic import CHECK_NAME, latest_batch, observe_decision, record_version, synthetic_key
 from sv_dagster.runs import owner_tags
 
 SYNTHETIC_JOB = "synthetic_daily"

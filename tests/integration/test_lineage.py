@@ -10,7 +10,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from sv_dagster.core.lineage import (
+from sv_dagster.definitions import build_definitions
+from sv_dagster.instance.lineage import (
     LineageError,
     UnknownAssetKeyError,
     format_lineage,
@@ -19,7 +20,6 @@ from sv_dagster.core.lineage import (
     lineage_json,
     main_lineage,
 )
-from sv_dagster.definitions import build_definitions
 from tests.integration.test_e1_pipeline import E1_CORPORA, E1_PATH, latest, materialize
 
 

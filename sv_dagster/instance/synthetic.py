@@ -17,10 +17,11 @@ from sv_dagster.core.synthetic.review import (
     batch_metadata,
     decisions_path,
     review_status,
+    write_accepted,
 )
+from sv_dagster.instance import DATA_VERSION_TAG
 
 CHECK_NAME = "spot_check"
-DATA_VERSION_TAG = "dagster/data_version"
 
 
 def synthetic_key(env: str) -> dg.AssetKey:
@@ -128,3 +129,29 @@ def observe_decision(instance: dg.DagsterInstance, decision: Decision, status: R
             tags={"sv/review": decision.verdict},
         )
     )
+
+
+def accepted_batch(instance: dg.DagsterInstance, env: str, into: Path) -> dict[str, Any] | None:
+    """The synthetic rows a training run may use: the latest materialized batch of `env`
+    (any daily partition), minus every row a spot-check reviewer rejected (all of it when
+    the batch was rejected), written to `into`. The decisions applied are returned, so
+    `sft_data` records them in its provenance; a batch whose review is pending is used and
+    marked so. None when no batch was materialized."""
+    record = latest_record(instance, synthetic_key(env))
+    path = record_path(record)
+    if path is None or not (path / "metadata.json").is_file():
+        return None
+    accepted = write_accepted(path, into)
+    meta = batch_metadata(path)
+    return {
+        "path": str(into),
+        "batch_dir": str(path),
+        "partition": accepted.partition,
+        "batch_id": accepted.batch_id,
+        "data_version": record_version(record),
+        "n_rows": len(accepted.rows),
+        "n_excluded": len(accepted.excluded),
+        "review_state": accepted.review.state,
+        "decision_ids": accepted.decision_ids,
+        "sample": bool(meta.get("sample", True)),
+    }

@@ -27,9 +27,9 @@ from typing import Any
 
 import dagster as dg
 
-DATA_VERSION_TAG = "dagster/data_version"
+from sv_dagster.instance import DATA_VERSION_TAG, INPUT_DATA_VERSION_TAG
+
 CODE_VERSION_TAG = "dagster/code_version"
-INPUT_DATA_VERSION_TAG = "dagster/input_data_version/"
 INPUT_EVENT_POINTER_TAG = "dagster/input_event_pointer/"
 NEVER = "never materialized"  # what `upstream_data_versions` records for a missing input
 
