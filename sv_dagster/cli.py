@@ -187,15 +187,18 @@ def run_demo(job_name: str, verbose: bool = False) -> int:
     from sv_dagster.definitions import build_definitions
 
     started = time.perf_counter()
-    job = build_definitions().resolve_job_def(job_name)
+    defs = build_definitions()
+    job = defs.resolve_job_def(job_name)
     result = job.execute_in_process(
         instance=_instance(), run_config=console_logs(verbose), raise_on_error=False, tags=owner_tags()
     )
     code = _report(result, job_name, started)
     if job_name == "demo" and code == 0:  # the synthetic batches are daily partitions: a run of their own
-        from sv_dagster.jobs.synthetic import run_synthetic_demo
+        from sv_dagster.jobs.synthetic import SYNTHETIC_JOB, run_synthetic_demo
 
-        ok, text = run_synthetic_demo(dg.DagsterInstance.get(), run_config=console_logs(verbose))
+        ok, text = run_synthetic_demo(
+            dg.DagsterInstance.get(), defs.resolve_job_def(SYNTHETIC_JOB), run_config=console_logs(verbose)
+        )
         print(text)
         code = 0 if ok else 1
     if job_name == "demo" and code == 0:  # then the training chains configs mark `demo: true` (E1's)
@@ -332,12 +335,12 @@ def run_eval_command(
     from sv_dagster.assets.evals import eval_asset_key
     from sv_dagster.core.envs import ENVS, env_by_id
     from sv_dagster.core.eval_request import EvalRequestError, check_limit, check_models, check_split, split_sizes
-    from sv_dagster.core.registry import load_registry
     from sv_dagster.definitions import build_definitions
+    from sv_dagster.training.catalog import load_models
 
     started = time.perf_counter()
     defs = build_definitions()  # with the registry as it is now (and .env read)
-    env, registry = ENVS[env_short], load_registry()
+    env, registry = ENVS[env_short], load_models()
     instance = _instance()
     dataset = instance.get_latest_materialization_event(dg.AssetKey(["dataset", env.short]))
     try:
@@ -467,12 +470,12 @@ def run_check() -> int:
     from sv_dagster.core.envs import ENVS
     from sv_dagster.core.gate import FAIL, NO_BASELINE, regression_gate
     from sv_dagster.core.paths import outputs_root
-    from sv_dagster.core.registry import load_registry
+    from sv_dagster.training.catalog import load_models
 
     instance = dg.DagsterInstance.get()
     states: list[str] = []
     for env in ENVS.values():
-        for spec in load_registry().values():
+        for spec in load_models().values():
             entry = instance.get_latest_materialization_event(dg.AssetKey(["eval", env.short, spec.key]))
             if entry is None:
                 continue
@@ -614,10 +617,17 @@ def main(argv: list[str] | None = None) -> int:
             args.verbose,
         )
     if args.command == "lineage":
+        from sv_dagster.definitions import build_definitions
         from sv_dagster.instance.lineage import main_lineage
 
         return main_lineage(
-            args.asset_key, args.partition, args.json, run_id=args.run, data_version=args.data_version, row=args.row
+            args.asset_key,
+            args.partition,
+            args.json,
+            run_id=args.run,
+            data_version=args.data_version,
+            row=args.row,
+            build_definitions=build_definitions,
         )
     if args.command == "audit":
         from sv_dagster.core.audit import main_audit

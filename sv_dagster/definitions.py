@@ -27,12 +27,13 @@ from sv_dagster.assets.triage import build_triage_assets
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import PROJECT_ROOT
 from sv_dagster.core.redaction import install_log_redaction
-from sv_dagster.core.registry import load_registry, registry_path
+from sv_dagster.core.registry import registry_path
 from sv_dagster.jobs import demo_job, eval_job, program_jobs, rescore_job, tournament_jobs
 from sv_dagster.jobs.synthetic import synthetic_job, synthetic_schedule
 from sv_dagster.jobs.training import training_jobs
 from sv_dagster.resources import ExperimentTracking, ModelRegistry, PipesLauncher
 from sv_dagster.schedules import program_schedules
+from sv_dagster.training.catalog import load_models
 
 OWNER = "team:sv-research"
 
@@ -58,7 +59,7 @@ def build_definitions() -> dg.Definitions:
     if os.environ.get("SV_SECRETS_FILE"):  # or a dotenv file kept outside the repository
         load_dotenv(os.environ["SV_SECRETS_FILE"])
     install_log_redaction()  # every process that loads the code location: CLI, webserver, daemon, step workers
-    models = load_registry()
+    models = load_models()
     envs = list(ENVS.values())
     evals = [a for env in envs for a in build_eval_assets(env, models)]
     eval_keys = [key for assets_def in evals for key in assets_def.keys]

@@ -10,9 +10,9 @@ import json
 import dagster as dg
 import pandas as pd
 
-from sv_dagster.assets.recipe import local_artifact_path
 from sv_dagster.core.corpora import SourceSpec
 from sv_dagster.core.envs import EnvSpec
+from sv_dagster.instance import local_artifact_path
 
 CHECK_NAME = "great_expectations"
 

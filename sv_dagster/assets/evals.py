@@ -9,12 +9,13 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
-from sv_dagster.assets.recipe import Artifact, local_artifact_path, provenance_asset
+from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.eval_request import EvalRequestError, check_limit, check_split, split_sizes
 from sv_dagster.core.paths import outputs_root
 from sv_dagster.core.progress import EvalProgress
 from sv_dagster.core.registry import ModelSpec
+from sv_dagster.instance import local_artifact_path
 from sv_dagster.resources import ModelRegistry, PipesLauncher
 
 if TYPE_CHECKING:
@@ -85,7 +86,7 @@ def run_external_eval(
     arguments: dict,
     total: int | None = None,
 ) -> EvalRun:
-    """Write the eval's spec, launch `python -m sv_dagster.core.eval_entry` through Pipes, read
+    """Write the eval's spec, launch `python -m sv_dagster.eval_entry` through Pipes, read
     the eval folder it reports. `total`: the examples it will run, for its progress lines."""
     import json
 
@@ -106,7 +107,7 @@ def run_external_eval(
     spec_path.parent.mkdir(parents=True, exist_ok=True)
     spec_path.write_text(json.dumps(spec, indent=2, sort_keys=True), encoding="utf-8")
     invocation = launcher.launch(
-        context, str(spec_path), {}, module="sv_dagster.core.eval_entry", gpu=model.backend == "local"
+        context, str(spec_path), {}, module="sv_dagster.eval_entry", gpu=model.backend == "local"
     )
     reported = [m for m in invocation.get_custom_messages() if isinstance(m, dict) and m.get("kind") == "eval"]
     if not reported:

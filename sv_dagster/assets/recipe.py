@@ -26,7 +26,7 @@ import dagster as dg
 
 from sv_dagster.assets.common import write_json
 from sv_dagster.core import storage
-from sv_dagster.core.paths import outputs_root, outputs_url
+from sv_dagster.core.paths import localize_artifact_paths, outputs_root, outputs_url
 from sv_dagster.core.provenance import build_provenance, provenance_path
 from sv_dagster.instance import DATA_VERSION_TAG
 
@@ -79,27 +79,8 @@ def localize_artifact(artifact: Artifact) -> Artifact:
     paths = [artifact.path, *artifact.files.values()]
     if artifact.uri is None or all(path.exists() for path in paths):
         return artifact
-    root_url = outputs_url()
-    if root_url is None:
-        raise storage.StorageError(
-            f"{artifact.path} is missing here and was published to {artifact.uri}, but SV_OUTPUTS_DIR "
-            "is not a URL on this machine; point it at the same artifact store"
-        )
-    path, *files = storage.localize(
-        paths, artifact_url=artifact.uri, artifact_path=artifact.path, root_url=root_url, local_root=outputs_root()
-    )
+    path, *files = localize_artifact_paths(paths, artifact.uri, artifact.path)
     return replace(artifact, path=path, files=dict(zip(artifact.files, files, strict=True)))
-
-
-def local_artifact_path(metadata: Mapping[str, Any]) -> Path:
-    """The `artifact_path` a materialization recorded, as a path on this machine: fetched
-    from its `artifact_uri` into the local staging root when it is missing here. For code
-    that reads materializations from the instance rather than receiving an `Artifact`."""
-    path = Path(metadata["artifact_path"].value)
-    uri = metadata["artifact_uri"].value if "artifact_uri" in metadata else None
-    if uri is None or path.exists():
-        return path
-    return localize_artifact(Artifact(path=path, config={}, uri=uri)).path
 
 
 def artifact_io_managers() -> dict[str, dg.ConfigurableIOManagerFactory]:

@@ -12,7 +12,7 @@ import dagster as dg
 from pydantic import Field
 
 from sv_dagster.assets.common import write_json
-from sv_dagster.assets.recipe import Artifact, local_artifact_path, provenance_asset
+from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.assets.tournament import tournament_keys
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import outputs_root
@@ -27,6 +27,7 @@ from sv_dagster.core.reports import (
     scoreboard_markdown,
     weekly_markdown,
 )
+from sv_dagster.instance import local_artifact_path
 from sv_dagster.instance.synthetic import record_version
 
 

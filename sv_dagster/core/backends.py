@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any
 
 import httpx
 import openai
@@ -27,6 +27,7 @@ from tenacity import (
     wait_exponential_jitter,
 )
 
+from sv_dagster.core.completion import Backend, BackendConfigError, BackendUnavailable, Completion, CompletionFailed
 from sv_dagster.core.envs import env_by_id
 from sv_dagster.core.limits import AdaptiveConcurrency
 from sv_dagster.core.redaction import redact_text, register_secret
@@ -34,22 +35,6 @@ from sv_dagster.core.registry import ModelSpec
 
 POOL_SIZE = 8
 """Connections per HTTP pool of an OpenAI-compatible backend."""
-
-
-class BackendConfigError(ValueError):
-    """The model's configuration is unusable (raised before any model call)."""
-
-
-class BackendUnavailable(RuntimeError):
-    """The model endpoint cannot be reached or refuses us; the message names the URL."""
-
-
-class CompletionFailed(RuntimeError):
-    """One request failed for good (after retries for transient errors)."""
-
-    def __init__(self, message: str, attempts: int) -> None:
-        super().__init__(message)
-        self.attempts = attempts
 
 
 class UnusableReply(RuntimeError):
@@ -61,33 +46,6 @@ class UnusableReply(RuntimeError):
 ERROR_TEXT_CHARS = 2000
 """An error stored on a results row keeps this much of the endpoint's message (an error
 body can be megabytes)."""
-
-
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    usage: dict[str, int] | None
-    latency_s: float
-    attempts: int = 1
-    finish_reason: str | None = None
-    cached: bool = False
-    tool_calls: tuple[dict[str, Any], ...] = ()
-    """Tool calls the model asked for, in the OpenAI wire shape
-    ({"id", "type": "function", "function": {"name", "arguments"}})."""
-    cache_key: str | None = None
-    """Set by a response cache, which stores the reply only once its example is scored."""
-
-
-class Backend(Protocol):
-    spec: ModelSpec
-
-    async def preflight(self) -> None: ...
-
-    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
-        """The model's next turn; `tools` (OpenAI function schemas) are offered when given."""
-        ...
-
-    async def aclose(self) -> None: ...
 
 
 @dataclass

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from sv_dagster.core.backends import Backend, Completion
+from sv_dagster.core.completion import Backend, Completion
 from sv_dagster.core.provenance import stable_json
 from sv_dagster.core.registry import ModelSpec
 

@@ -16,8 +16,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sv_dagster.core.backends import Backend
 from sv_dagster.core.cache import CachedBackend, ResponseCache
+from sv_dagster.core.completion import Backend
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.paths import safe_path_part
 from sv_dagster.core.pricing import PriceTable, load_price_table

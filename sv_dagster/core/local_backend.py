@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sv_dagster.core.backends import BackendConfigError, BackendUnavailable, Completion
+from sv_dagster.core.completion import BackendConfigError, BackendUnavailable, Completion
 from sv_dagster.core.registry import ModelSpec
 
 MAX_BATCH = 32

@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from sv_dagster.core.storage import is_url, normalize_root
+from sv_dagster.core.storage import StorageError, is_url, localize, normalize_root
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 CONFIGS_DIR = PROJECT_ROOT / "configs"
@@ -39,3 +39,17 @@ def safe_path_part(name: str) -> str:
     """A name usable as one folder name: model ids like `org/model:tag` keep their
     characters except path separators and colons."""
     return re.sub(r"[/\\:\s]+", "_", name).strip("._") or "unnamed"
+
+
+def localize_artifact_paths(paths: list[Path], artifact_uri: str, artifact_path: Path) -> list[Path]:
+    """`paths` of an artifact published to `artifact_uri`, on this machine: those missing
+    here are fetched from the store into the local staging root."""
+    root_url = outputs_url()
+    if root_url is None:
+        raise StorageError(
+            f"{artifact_path} is missing here and was published to {artifact_uri}, but SV_OUTPUTS_DIR "
+            "is not a URL on this machine; point it at the same artifact store"
+        )
+    return localize(
+        paths, artifact_url=artifact_uri, artifact_path=artifact_path, root_url=root_url, local_root=outputs_root()
+    )

@@ -17,12 +17,10 @@ from typing import Any
 
 from sv_dagster.core.paths import PROJECT_ROOT
 from sv_dagster.core.redaction import redact
+from sv_dagster.core.storage import PROVENANCE_FILE
 
 # Packages whose versions go into every record.
 CORE_PACKAGES: tuple[str, ...] = ("sv-dagster", "dagster", "verifiers", "sv-shared")
-
-PROVENANCE_FILE = "provenance.json"
-"""The record written into a folder artifact; it holds the folder's hash, so it is not hashed."""
 
 
 def provenance_path(artifact_path: Path) -> Path:

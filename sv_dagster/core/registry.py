@@ -166,21 +166,16 @@ def _spec(name: str, raw: Any, where: str) -> ModelSpec:
     )
 
 
-def load_registry(path: str | Path | None = None, *, checkpoints: bool = True) -> dict[str, ModelSpec]:
-    """The registry file's models plus, with `checkpoints`, one model per trained stage of
-    each training config (`configs/training/<env>.yaml`: base, SFT, RLFT stage 1, the
-    promoted checkpoint; stage 2; the co-trained attacker and defender). An entry in the
-    file with the same name wins."""
+def load_registry(path: str | Path | None = None, extra: dict[str, ModelSpec] | None = None) -> dict[str, ModelSpec]:
+    """The registry file's models, over `extra` ones (the models of checkpoints trained here,
+    `sv_dagster.training.catalog.load_models`): an entry in the file with the same name wins.
+    Two models whose asset keys collide are refused."""
     path = Path(path) if path else registry_path()
     data = read_yaml_mapping(path, RegistryError, "model registry")
     models = data.get("models")
     if not isinstance(models, dict) or not models:
         raise RegistryError(f"{path}: expected a non-empty 'models:' mapping")
-    specs = {str(name): _spec(str(name), raw, str(path)) for name, raw in models.items()}
-    if checkpoints:
-        from sv_dagster.training.catalog import checkpoint_models
-
-        specs = {**checkpoint_models(), **specs}
+    specs = {**(extra or {}), **{str(name): _spec(str(name), raw, str(path)) for name, raw in models.items()}}
     keys: dict[str, str] = {}
     for spec in specs.values():
         if spec.key in keys:

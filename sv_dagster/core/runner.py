@@ -25,7 +25,7 @@ from sv_dagster.core.triage import is_refusal
 if TYPE_CHECKING:  # verifiers and openai take seconds to import; readers of results.jsonl need neither
     import verifiers.v1 as vf
 
-    from sv_dagster.core.backends import Backend
+    from sv_dagster.core.completion import Backend
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ async def _run_one(
     counterpart: Backend | None = None,
     observe: Callable[[dict[str, Any]], None] | None = None,
 ) -> str:
-    from sv_dagster.core.backends import CompletionFailed
+    from sv_dagster.core.completion import CompletionFailed
     from sv_dagster.core.toolcalls import ToolBox
     from sv_shared.sft import chat_messages
 
@@ -218,7 +218,7 @@ async def _run_dialogue(
     dialogue unscored; every stored row passes `task.withhold_unsafe` first. `observe`
     sees the row in memory before that (the tournament keeps successful attacks this way,
     never on disk)."""
-    from sv_dagster.core.backends import CompletionFailed
+    from sv_dagster.core.completion import CompletionFailed
 
     conversation = list(prompt)
     usage: dict[str, int] | None = None

@@ -21,6 +21,9 @@ from pathlib import Path
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
+PROVENANCE_FILE = "provenance.json"
+"""An artifact's provenance record: inside its folder, or `<file>.provenance.json` beside a file."""
+
 
 class StorageError(RuntimeError):
     """An artifact could not be published to or fetched from the artifact store."""
@@ -155,8 +158,6 @@ def content_hash_at(url: str) -> str:
     """`sv_dagster.core.provenance.content_hash` of the file or folder at `url`, read from the
     store (same rule: names relative to the folder, or the file's name, and each file's sha256;
     a folder's own provenance record is left out)."""
-    from sv_dagster.core.provenance import PROVENANCE_FILE  # here: provenance imports paths, which imports this
-
     fs, remote = _fs(url)
     if not fs.exists(remote):
         raise StorageError(f"{url}: not in the artifact store")

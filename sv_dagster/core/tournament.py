@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sv_dagster.core.backends import Backend
+from sv_dagster.core.completion import Backend
 from sv_dagster.core.envs import EnvSpec, pair_label
 from sv_dagster.core.evaluation import EvalRun, evaluate
 from sv_dagster.core.registry import ModelSpec

@@ -19,7 +19,7 @@ from __future__ import annotations
 import difflib
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -428,12 +428,12 @@ def main_lineage(
     run_id: str | None = None,
     data_version: str | None = None,
     row: int | None = None,
+    build_definitions: Callable[[], dg.Definitions],
 ) -> int:
     """`sv-dagster lineage KEY [--partition P] [--run R] [--data-version V] [--json]`, or
     `sv-dagster lineage REPORT --row LINE`: 0 printed, 2 on a key that is unknown or never
-    materialized, or a run, version or row that names no materialization (message on stderr)."""
-    from sv_dagster.definitions import build_definitions
-
+    materialized, or a run, version or row that names no materialization (message on stderr).
+    `build_definitions` is the code location's (passed in: the definitions import this layer)."""
     try:
         if row is not None:
             key, run_id, data_version = report_row_asset(Path(key), row)

@@ -19,7 +19,7 @@ from sv_dagster.core.synthetic.review import (
     review_status,
     write_accepted,
 )
-from sv_dagster.instance import DATA_VERSION_TAG
+from sv_dagster.instance import DATA_VERSION_TAG, local_artifact_path
 
 CHECK_NAME = "spot_check"
 
@@ -41,8 +41,6 @@ def record_path(record: Any) -> Path | None:
     artifact store first when the outputs root is a URL and it is missing here)."""
     if record is None or "artifact_path" not in record.asset_materialization.metadata:
         return None
-    from sv_dagster.assets.recipe import local_artifact_path  # the one place artifacts are localized
-
     return local_artifact_path(record.asset_materialization.metadata)
 
 

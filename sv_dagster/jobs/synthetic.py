@@ -56,14 +56,12 @@ def synthetic_schedule(job: dg.UnresolvedAssetJobDefinition) -> dg.ScheduleDefin
 
 
 def run_synthetic_demo(
-    instance: dg.DagsterInstance, partition: str | None = None, run_config: dict | None = None
+    instance: dg.DagsterInstance, job: dg.JobDefinition, partition: str | None = None, run_config: dict | None = None
 ) -> tuple[bool, str]:
-    """Execute `synthetic_daily` in-process for one partition (default: the latest) and
-    return (success, a short table of the batches) for the demo's output."""
-    from sv_dagster.definitions import build_definitions
-
+    """Execute `synthetic_daily` (`job`, resolved from the code location by the caller) in-process
+    for one partition (default: the latest) and return (success, a short table of the batches)
+    for the demo's output."""
     partition = partition or SYNTHETIC_PARTITIONS.get_last_partition_key()
-    job = build_definitions().resolve_job_def(SYNTHETIC_JOB)
     result = job.execute_in_process(
         instance=instance, partition_key=partition, run_config=run_config or {}, raise_on_error=False, tags=owner_tags()
     )

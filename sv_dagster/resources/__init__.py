@@ -7,10 +7,11 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from sv_dagster.core.registry import ModelSpec, load_registry, registry_path
+from sv_dagster.core.registry import ModelSpec, registry_path
+from sv_dagster.training.catalog import load_models
 
 if TYPE_CHECKING:
-    from sv_dagster.core.backends import Backend
+    from sv_dagster.core.completion import Backend
 
 
 class ModelRegistry(dg.ConfigurableResource):
@@ -23,7 +24,7 @@ class ModelRegistry(dg.ConfigurableResource):
     registry_path: str = str(registry_path())
 
     def specs(self) -> dict[str, ModelSpec]:
-        return load_registry(self.registry_path)
+        return load_models(self.registry_path)
 
     def spec(self, name: str) -> ModelSpec:
         specs = self.specs()
@@ -81,7 +82,7 @@ class ExperimentTracking(dg.ConfigurableResource):
 class PipesLauncher(dg.ConfigurableResource):
     """Where work that runs in its own process runs: training stages (`python -m
     sv_dagster.training.entry SPEC.json`) and external evals (`python -m
-    sv_dagster.core.eval_entry SPEC.json`), launched through Dagster Pipes, so logs, metrics
+    sv_dagster.eval_entry SPEC.json`), launched through Dagster Pipes, so logs, metrics
     and the final record stream back the same way from each place.
 
     - subprocess (default): a process on this machine.

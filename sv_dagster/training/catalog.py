@@ -11,9 +11,10 @@ new version of that model in the eval's lineage.
 from __future__ import annotations
 
 from functools import cache
+from pathlib import Path
 
 from sv_dagster.core.envs import ENVS, EnvSpec, counterpart_pairs, pair_label
-from sv_dagster.core.registry import ModelSpec, Sampling
+from sv_dagster.core.registry import ModelSpec, Sampling, load_registry
 from sv_dagster.training.config import TRAINING_DIR, TrainingConfig, TrainingConfigError, load_training_config
 
 ENV_STAGES = ("base", "sft", "rlft_stage1")
@@ -144,3 +145,10 @@ def checkpoint_models() -> dict[str, ModelSpec]:
             f"{config.model.base} after the stage-2 curriculum over {', '.join(config.curriculum.envs)}.",
         )
     return models
+
+
+def load_models(path: str | Path | None = None) -> dict[str, ModelSpec]:
+    """The model registry (`path`, else configs/models.yaml or $SV_MODEL_REGISTRY) plus one
+    model per trained stage of each training config: base, SFT, RLFT stage 1, the promoted
+    checkpoint; stage 2; the co-trained attacker and defender."""
+    return load_registry(path, checkpoint_models())

@@ -76,11 +76,11 @@ def test_eval_lineage_reaches_dataset_and_corpus_with_recorded_versions(e1, caps
     data = lineage_json(node)
     assert lineage_from_json(json.loads(json.dumps(data))) == node
     capsys.readouterr()
-    assert main_lineage("eval/e1/heuristic", None, True) == 0
+    assert main_lineage("eval/e1/heuristic", None, True, build_definitions=build_definitions) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed == json.loads(json.dumps(data))
     assert [p["key"] for p in printed["parents"][0]["parents"]] == sorted(E1_CORPORA)
-    assert main_lineage("eval/e1/heuristic", None, False) == 0
+    assert main_lineage("eval/e1/heuristic", None, False, build_definitions=build_definitions) == 0
     assert capsys.readouterr().out.strip() == text
 
 
@@ -128,16 +128,16 @@ def test_eval_lineage_keeps_the_dataset_it_consumed_after_rematerialization(e1):
 
 
 def test_unknown_and_never_materialized_keys_exit_2(isolated: Path, capsys):
-    assert main_lineage("eval/e1/heuristc", None, False) == 2
+    assert main_lineage("eval/e1/heuristc", None, False, build_definitions=build_definitions) == 2
     err = capsys.readouterr().err
     assert "unknown asset key 'eval/e1/heuristc'" in err and "eval/e1/heuristic" in err
-    assert main_lineage("eval/e1", None, False) == 2
+    assert main_lineage("eval/e1", None, False, build_definitions=build_definitions) == 2
     err = capsys.readouterr().err
     assert "eval/e1/heuristic" in err and "eval/e1/gpt_5_mini" in err
-    assert main_lineage("eval/e1/heuristic", None, True) == 2
+    assert main_lineage("eval/e1/heuristic", None, True, build_definitions=build_definitions) == 2
     captured = capsys.readouterr()
     assert "'eval/e1/heuristic' has never been materialized" in captured.err and captured.out == ""
-    assert main_lineage("eval/e1/heuristic", "2026-11-23", False) == 2
+    assert main_lineage("eval/e1/heuristic", "2026-11-23", False, build_definitions=build_definitions) == 2
     assert "not partitioned" in capsys.readouterr().err
 
     defs = build_definitions()

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import dagster as dg
 
-from sv_dagster.assets.recipe import local_artifact_path
 from sv_dagster.core.storage import content_hash_at
 from sv_dagster.definitions import build_definitions
+from sv_dagster.instance import local_artifact_path
 from tests.integration.test_e1_pipeline import E1_PATH, latest, materialize
 
 TRIAGE = "triage/e1/heuristic"

@@ -9,7 +9,6 @@ import dagster as dg
 
 from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.core.provenance import (
-    PROVENANCE_FILE,
     build_provenance,
     config_hash,
     content_hash,
@@ -17,6 +16,7 @@ from sv_dagster.core.provenance import (
     provenance_path,
 )
 from sv_dagster.core.redaction import REDACTED, redact, secret_values
+from sv_dagster.core.storage import PROVENANCE_FILE
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:

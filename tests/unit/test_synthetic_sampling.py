@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.core.backends import BackendUnavailable
+from sv_dagster.core.completion import BackendUnavailable
 from sv_dagster.core.registry import ModelSpec, load_registry
 from sv_dagster.core.synthetic import BatchSpec, Upstream, build_batch
 from sv_dagster.core.synthetic.sampling import SamplingConfigError, resolve_models

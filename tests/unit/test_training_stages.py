@@ -178,7 +178,7 @@ def test_local_backend_batches_concurrent_requests_and_fails_early_on_a_missing_
 ):
     import asyncio
 
-    from sv_dagster.core.backends import BackendUnavailable
+    from sv_dagster.core.completion import BackendUnavailable
     from sv_dagster.core.local_backend import LocalTransformersBackend
 
     spec_ = ModelSpec(name="tiny", backend="local", model="", sampling=Sampling(temperature=0.0, max_tokens=8))

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from sv_dagster.core.registry import ModelSpec
-from sv_dagster.core.synthetic.review import EXAMPLES_FILE, METADATA_FILE, QUEUE_FILE
+from sv_dagster.core.synthetic.files import EXAMPLES_FILE, METADATA_FILE, QUEUE_FILE
 from sv_dagster.core.synthetic.sampling import Sample, sample_variations
 from sv_shared.synthetic import Reject, RowGenerator
 

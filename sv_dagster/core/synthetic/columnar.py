@@ -14,13 +14,11 @@ import json
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from sv_dagster.core.envs import ENVS
@@ -32,13 +30,17 @@ from sv_dagster.core.synthetic.batch import (
     spot_check_ids,
     write_queue,
 )
-from sv_dagster.core.synthetic.review import EXAMPLES_FILE, METADATA_FILE, QUEUE_FILE
+from sv_dagster.core.synthetic.files import (
+    DEFAULT_CHUNK_ROWS,
+    EXAMPLES_FILE,
+    METADATA_FILE,
+    QUEUE_FILE,
+    rows_from_parquet,
+)
 from sv_dagster.core.synthetic.sampling import sample_variations
 from sv_shared.synthetic import ColumnarGenerator, Reject, Seeds
 
-DEFAULT_CHUNK_ROWS = 20_000
 ARROW_TYPES = {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}
-TableRows = Callable[[Iterable[Mapping[str, Any]]], Iterator[dict[str, Any]]]
 
 
 def _schema(generator: ColumnarGenerator) -> pa.Schema:
@@ -71,16 +73,6 @@ def _table(cols: dict[str, np.ndarray], spec: BatchSpec, schema: pa.Schema) -> p
         else:
             data[field.name] = [None] * n
     return pa.table(data, schema=schema)
-
-
-def rows_from_parquet(path: Path, table_rows: TableRows, ids: set[str] | None = None) -> Iterator[dict[str, Any]]:
-    """A batch table's rows in the environment's schema (only `ids` when given), read batch by batch."""
-    handle = pq.ParquetFile(path)
-    for batch in handle.iter_batches(batch_size=DEFAULT_CHUNK_ROWS):
-        table = pa.Table.from_batches([batch])
-        if ids is not None:
-            table = table.filter(pc.is_in(table["id"], value_set=pa.array(sorted(ids), pa.string())))
-        yield from table_rows(table.to_pylist())
 
 
 def _model_columns(

@@ -13,7 +13,8 @@ from typing import Any
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.synthetic.batch import BatchResult, BatchSpec, run_batch
 from sv_dagster.core.synthetic.columnar import run_columnar_batch
-from sv_dagster.core.synthetic.review import METADATA_FILE, accepted_examples
+from sv_dagster.core.synthetic.files import METADATA_FILE
+from sv_dagster.core.synthetic.review import accepted_examples
 from sv_shared.synthetic import PairedBatch, SyntheticInputs, SyntheticSpec
 
 TOURNAMENT_FILE = "tournament.json"

@@ -31,11 +31,9 @@ from typing import Any
 
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.paths import outputs_root
+from sv_dagster.core.synthetic.files import EXAMPLES_FILE, METADATA_FILE, QUEUE_FILE, rows_from_parquet
 
 VERDICTS = ("accept", "reject")
-QUEUE_FILE = "spot_check.jsonl"
-METADATA_FILE = "metadata.json"
-EXAMPLES_FILE = "examples.jsonl"
 
 
 class ReviewError(ValueError):
@@ -162,9 +160,6 @@ def iter_batch_rows(batch_dir: Path) -> Iterator[dict[str, Any]]:
                 if line.strip():
                     yield json.loads(line)
         return
-    # Imported here: the columnar runner imports this module (the batch's file names).
-    from sv_dagster.core.synthetic.columnar import rows_from_parquet
-
     env = ENVS.get(batch_metadata(batch_dir).get("env"))
     synthetic = env.synthetic if env is not None else None
     if synthetic is not None and synthetic.table and (batch_dir / f"{synthetic.table}.parquet").is_file():

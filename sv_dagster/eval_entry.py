@@ -1,4 +1,4 @@
-"""A large eval in its own process: `python -m sv_dagster.core.eval_entry SPEC.json`.
+"""A large eval in its own process: `python -m sv_dagster.eval_entry SPEC.json`.
 
 The eval asset launches it through Dagster Pipes (the `launcher` resource: a subprocess
 here, a Kubernetes pod or a Ray job elsewhere) when its run config says `external: true`.
@@ -20,10 +20,10 @@ def run_spec(spec: dict[str, Any], log) -> dict[str, Any]:
     from sv_dagster.core.envs import ENVS
     from sv_dagster.core.evaluation import evaluate
     from sv_dagster.core.progress import EvalProgress
-    from sv_dagster.core.registry import load_registry
+    from sv_dagster.training.catalog import load_models
 
     env = ENVS[spec["env"]]
-    registry = load_registry(spec.get("registry"))
+    registry = load_models(spec.get("registry"))
     model = registry[spec["model"]]
     target = registry[spec["target_model"]] if spec.get("target_model") else None
     outputs_root = Path(spec["outputs_root"])
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
     argv = sys.argv[1:] if argv is None else argv
     if len(argv) != 1:
-        print("usage: python -m sv_dagster.core.eval_entry SPEC.json", file=sys.stderr)
+        print("usage: python -m sv_dagster.eval_entry SPEC.json", file=sys.stderr)
         return 2
     spec = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     if not PipesEnvVarParamsLoader().is_dagster_pipes_process():  # run by hand
