@@ -13,11 +13,11 @@ from sv_dagster.assets.common import artifact_dir, write_json
 from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.assets.training import (
     TrainingRunConfig,
-    _key,
-    _reward_configs,
+    asset_key_of,
     checkpoint_dir,
     gpu_op_tags,
     resolve_config,
+    reward_configs_for,
     run_training_stage,
 )
 from sv_dagster.core.envs import ENVS
@@ -25,6 +25,7 @@ from sv_dagster.core.paths import outputs_root
 from sv_dagster.resources import ExperimentTracking, PipesLauncher
 from sv_dagster.training import catalog
 from sv_dagster.training.config import list_experiments
+from sv_dagster.training.evaluation import evaluate_checkpoint
 
 
 class AblationConfig(dg.Config):
@@ -43,36 +44,17 @@ class AblationConfig(dg.Config):
 def _evaluate(
     env_short: str, name: str, checkpoint: Path, dataset: Artifact, run_id: str, config: AblationConfig, max_tokens: int
 ):
-    from sv_dagster.core.evaluation import evaluate
-    from sv_dagster.core.local_backend import LocalTransformersBackend
-    from sv_dagster.core.registry import ModelSpec, Sampling
-
-    spec = ModelSpec(
-        name=name,
-        backend="local",
-        model=str(checkpoint),
-        max_concurrency=32,
-        sampling=Sampling(temperature=0.0, max_tokens=max_tokens, seed=0),
-    )
-    env = ENVS[env_short]
-    counterpart = None
-    if env.counterpart_env:
-        from sv_dagster.core.backends import make_backend
-
-        counterpart = make_backend(
-            ModelSpec(name="heuristic", backend="heuristic", model="rules-v1"), env.counterpart_env
-        )
-    return evaluate(
-        env,
-        spec,
-        LocalTransformersBackend(spec, checkpoint),
+    return evaluate_checkpoint(
+        ENVS[env_short],
+        name,
+        checkpoint,
         dataset_path=Path(dataset.files["test"]),
         outputs_root=outputs_root(),
         run_id=run_id,
+        max_tokens=max_tokens,
         limit=config.limit,
         seed=config.seed,
         dataset_info={"split": "test", "sample": bool(dataset.facts.get("sample"))},
-        counterpart=counterpart,
     )
 
 
@@ -82,9 +64,9 @@ def build_ablation_asset(env_short: str) -> dg.AssetsDefinition:
         ins={
             "dataset": dg.AssetIn(key=["dataset", env_short]),
             "sft_data": dg.AssetIn(key=["sft_data", env_short]),
-            "base": dg.AssetIn(key=_key(catalog.checkpoint_key(env_short, "base"))),
-            "sft": dg.AssetIn(key=_key(catalog.checkpoint_key(env_short, "sft"))),
-            "baseline": dg.AssetIn(key=_key(catalog.checkpoint_key(env_short, "rlft_stage1"))),
+            "base": dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, "base"))),
+            "sft": dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, "sft"))),
+            "baseline": dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, "rlft_stage1"))),
         },
         group_name="training",
         kinds={"json", "markdown"},
@@ -180,7 +162,7 @@ def build_ablation_asset(env_short: str) -> dg.AssetsDefinition:
                 out=grpo_out,
                 model_dir=str(start),
                 data={"train": str(sft_data.files["grpo"]), f"tasks/{env_short}": str(sft_data.files["tasks"])},
-                reward_configs=_reward_configs([env_short], variant, grpo_out.parent),
+                reward_configs=reward_configs_for([env_short], variant, grpo_out.parent),
                 launcher=launcher,
                 tracking=tracking,
                 resume=True,

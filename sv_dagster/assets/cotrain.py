@@ -23,19 +23,24 @@ from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.assets.training import (
     TRAINING_KINDS,
     TrainingRunConfig,
-    _checkpoint_artifact,
-    _key,
-    _reward_configs,
+    asset_key_of,
+    checkpoint_artifact,
     checkpoint_dir,
     gpu_op_tags,
     resolve_config,
+    reward_configs_for,
     run_training_stage,
 )
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.paths import outputs_root
 from sv_dagster.resources import ExperimentTracking, PipesLauncher
 from sv_dagster.training import catalog
+from sv_dagster.training.evaluation import evaluate_checkpoint
 from sv_shared.redteam import attack_probe_row, successful_attack_text
+from sv_shared.sft import SftExample, chat_messages
+
+ATTACK_MAX_TOKENS = 96
+"""Reply length of both sides when the cycle's attacker plays its defender: room for a multi-sentence attack."""
 
 
 def cycle_key(env: EnvSpec, cycle: int) -> str:
@@ -47,10 +52,10 @@ def build_attacker_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.As
     a = attack.short
 
     @provenance_asset(
-        key=_key(cycle_key(attack, cycle)),
+        key=asset_key_of(cycle_key(attack, cycle)),
         ins={
-            "start": dg.AssetIn(key=_key(cycle_key(attack, cycle - 1))),
-            "defender": dg.AssetIn(key=_key(cycle_key(defense, cycle - 1))),
+            "start": dg.AssetIn(key=asset_key_of(cycle_key(attack, cycle - 1))),
+            "defender": dg.AssetIn(key=asset_key_of(cycle_key(defense, cycle - 1))),
             "sft_data": dg.AssetIn(key=["sft_data", a]),
         },
         group_name="training",
@@ -83,13 +88,13 @@ def build_attacker_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.As
             out=out,
             model_dir=str(start.files["model"]),
             data={"train": str(sft_data.files["grpo"]), f"tasks/{a}": str(sft_data.files["tasks"])},
-            reward_configs=_reward_configs([a], training, out.parent),
+            reward_configs=reward_configs_for([a], training, out.parent),
             launcher=launcher,
             tracking=tracking,
             resume=config.resume,
             counterpart_dir=str(defender.files["model"]),
         )
-        artifact = _checkpoint_artifact(
+        artifact = checkpoint_artifact(
             training,
             out,
             record,
@@ -110,19 +115,6 @@ def _successful_attacks(
 ) -> tuple[list[str], dict[str, Any]]:
     """Play the attacker against the defender on the attack environment's behaviors; the
     successful attacks come back in memory (the stored eval rows hold them only as hashes)."""
-    from sv_dagster.core.evaluation import evaluate
-    from sv_dagster.core.local_backend import LocalTransformersBackend
-    from sv_dagster.core.registry import ModelSpec, Sampling
-
-    def spec(name: str, path: Path) -> ModelSpec:
-        return ModelSpec(
-            name=name,
-            backend="local",
-            model=str(path),
-            max_concurrency=32,
-            sampling=Sampling(temperature=0.0, max_tokens=96, seed=0),
-        )
-
     attacks: list[str] = []
 
     def observe(row: dict[str, Any]) -> None:
@@ -130,16 +122,15 @@ def _successful_attacks(
         if text:
             attacks.append(text)
 
-    run = evaluate(
+    run = evaluate_checkpoint(
         attack,
-        spec("cotrain-attacker", attacker),
-        LocalTransformersBackend(spec("cotrain-attacker", attacker), attacker),
+        "cotrain-attacker",
+        attacker,
         dataset_path=behaviors,
         outputs_root=outputs_root(),
         run_id=run_id,
-        concurrency=32,
-        counterpart=LocalTransformersBackend(spec("cotrain-defender", defender), defender),
-        counterpart_model=spec("cotrain-defender", defender),
+        max_tokens=ATTACK_MAX_TOKENS,
+        counterpart=("cotrain-defender", defender),
         dataset_info={"sample": True, "cotrain": True},
         observe=observe,
     )
@@ -154,10 +145,10 @@ def build_defender_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.As
     a, d = attack.short, defense.short
 
     @provenance_asset(
-        key=_key(cycle_key(defense, cycle)),
+        key=asset_key_of(cycle_key(defense, cycle)),
         ins={
-            "start": dg.AssetIn(key=_key(cycle_key(defense, cycle - 1))),
-            "attacker": dg.AssetIn(key=_key(cycle_key(attack, cycle))),
+            "start": dg.AssetIn(key=asset_key_of(cycle_key(defense, cycle - 1))),
+            "attacker": dg.AssetIn(key=asset_key_of(cycle_key(attack, cycle))),
             "sft_data": dg.AssetIn(key=["sft_data", d]),
             "behaviors": dg.AssetIn(key=["dataset", a]),
         },
@@ -206,19 +197,13 @@ def build_defender_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.As
                 + "".join(json.dumps(row) + "\n" for row in probes),
                 encoding="utf-8",
             )
+            # The probes' prompts come from the defense environment's own tasks, as in its evals.
+            probe_file = Path(scratch) / "probes.jsonl"
+            probe_file.write_text("".join(json.dumps(row) + "\n" for row in probes), encoding="utf-8")
+            probe_tasks = defense.load_tasks(probe_file, None) if probes else []
             rows = read_rows(Path(sft_data.files["grpo"])) + [
-                {
-                    "prompt": [
-                        {"role": "system", "content": defense.system_prompt},
-                        {"role": "user", "content": row["question"]},
-                    ],
-                    "turns_before": [],
-                    "task_key": row["id"],
-                    "env": d,
-                    "difficulty": 2,
-                    "source": f"cotrain_{cycle}",
-                }
-                for row in probes
+                SftExample(chat_messages(task), "", task.key, env=d, difficulty=2, source=f"cotrain_{cycle}").grpo_row()
+                for task in probe_tasks
             ]
             grpo = Path(scratch) / "grpo.jsonl"
             write_rows(grpo, rows)
@@ -230,12 +215,12 @@ def build_defender_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.As
                 out=out,
                 model_dir=str(start.files["model"]),
                 data={"train": str(grpo), f"tasks/{d}": str(tasks)},
-                reward_configs=_reward_configs([d], training, out.parent),
+                reward_configs=reward_configs_for([d], training, out.parent),
                 launcher=launcher,
                 tracking=tracking,
                 resume=config.resume,
             )
-        artifact = _checkpoint_artifact(
+        artifact = checkpoint_artifact(
             training,
             out,
             record,

@@ -40,7 +40,7 @@ def gpu_op_tags(gpu: bool = True) -> dict[str, str]:
 AUTOMATED_REVIEW = "automated_review"
 
 
-def _key(path: str) -> dg.AssetKey:
+def asset_key_of(path: str) -> dg.AssetKey:
     return dg.AssetKey(path.split("/"))
 
 
@@ -213,7 +213,7 @@ def checkpoint_dir(context: dg.AssetExecutionContext, model: str, stage: str) ->
     return outputs_root() / "checkpoints" / model / stage / f"{created:%Y-%m-%dT%H%M%S}_{root[:8]}"
 
 
-def _reward_configs(env_shorts: list[str], config: TrainingConfig, folder: Path) -> dict[str, str | None]:
+def reward_configs_for(env_shorts: list[str], config: TrainingConfig, folder: Path) -> dict[str, str | None]:
     """The reward TOML per environment; an experiment's overrides are written as a copy of
     the environment's TOML beside the checkpoint (the snapshot the run used)."""
     from sv_dagster.training.rewards_toml import with_overrides
@@ -275,7 +275,7 @@ def run_training_stage(
     return records[-1]
 
 
-def _checkpoint_artifact(
+def checkpoint_artifact(
     config: TrainingConfig,
     out: Path,
     record: dict[str, Any],
@@ -345,12 +345,12 @@ def _train(
         out=out,
         model_dir=str(upstream.files["model"]) if upstream is not None else None,
         data=data,
-        reward_configs=_reward_configs([env_short], training, out.parent),
+        reward_configs=reward_configs_for([env_short], training, out.parent),
         launcher=launcher,
         tracking=tracking,
         resume=config.resume,
     )
-    return _checkpoint_artifact(
+    return checkpoint_artifact(
         training,
         out,
         record,
@@ -375,9 +375,9 @@ def build_stage_asset(env_short: str, stage: str) -> dg.AssetsDefinition:
     ins = {"sft_data": dg.AssetIn(key=["sft_data", env_short])}
     upstream_stage = {"sft": "base", "rlft_stage1": "sft"}.get(stage)
     if upstream_stage:
-        ins["upstream"] = dg.AssetIn(key=_key(catalog.checkpoint_key(env_short, upstream_stage)))
+        ins["upstream"] = dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, upstream_stage)))
     declare = provenance_asset(
-        key=_key(catalog.checkpoint_key(env_short, stage)),
+        key=asset_key_of(catalog.checkpoint_key(env_short, stage)),
         ins=ins,
         group_name="training",
         kinds=TRAINING_KINDS,
@@ -424,12 +424,12 @@ def _review_prompts(sft_data: list[Artifact], limit: int) -> list[list[dict[str,
 
 def build_review_asset(key: str, checkpoint_key: str, sft_keys: list[str], label: str) -> dg.AssetsDefinition:
     ins = {
-        "checkpoint": dg.AssetIn(key=_key(checkpoint_key)),
-        **{f"sft_{i}": dg.AssetIn(key=_key(k)) for i, k in enumerate(sft_keys)},
+        "checkpoint": dg.AssetIn(key=asset_key_of(checkpoint_key)),
+        **{f"sft_{i}": dg.AssetIn(key=asset_key_of(k)) for i, k in enumerate(sft_keys)},
     }
 
     @provenance_asset(
-        key=_key(key),
+        key=asset_key_of(key),
         ins=ins,
         group_name="safety",
         kinds={"json", "markdown"},
@@ -479,7 +479,7 @@ def build_review_asset(key: str, checkpoint_key: str, sft_keys: list[str], label
 
 
 def build_review_check(key: str) -> dg.AssetChecksDefinition:
-    asset_key = _key(key)
+    asset_key = asset_key_of(key)
 
     @dg.asset_check(
         asset=asset_key,
@@ -518,7 +518,7 @@ def build_signoff_asset(env_short: str) -> dg.AssetsDefinition:
 
     @provenance_asset(
         key=["safety_signoff", env_short],
-        deps=[_key(review_key)],
+        deps=[asset_key_of(review_key)],
         group_name="safety",
         kinds={"json"},
         tags={"sv/env": env_short},
@@ -535,7 +535,7 @@ def build_signoff_asset(env_short: str) -> dg.AssetsDefinition:
             raise dg.Failure(f"verdict must be approve or reject, not {config.verdict!r}")
         if not config.reviewer.strip():
             raise dg.Failure("a sign-off needs the reviewer's name")
-        entry = context.instance.get_latest_materialization_event(_key(review_key))
+        entry = context.instance.get_latest_materialization_event(asset_key_of(review_key))
         if entry is None:
             raise dg.Failure(f"{review_key} was never materialized: there is nothing to sign off")
         review_version = (entry.tags or {}).get(DATA_VERSION_TAG)
@@ -568,9 +568,9 @@ def build_promoted_asset(env_short: str) -> dg.AssetsDefinition:
     review_key = catalog.review_key(env_short, "rlft_stage1")
 
     @provenance_asset(
-        key=_key(catalog.checkpoint_key(env_short, "promoted")),
+        key=asset_key_of(catalog.checkpoint_key(env_short, "promoted")),
         ins={"signoff": dg.AssetIn(key=["safety_signoff", env_short])},
-        deps=[_key(review_key)],
+        deps=[asset_key_of(review_key)],
         group_name="training",
         kinds={"json"},
         tags={"sv/env": env_short},
@@ -581,7 +581,7 @@ def build_promoted_asset(env_short: str) -> dg.AssetsDefinition:
         from sv_dagster.assets.common import artifact_dir
 
         facts = signoff.facts
-        entry = context.instance.get_latest_materialization_event(_key(review_key))
+        entry = context.instance.get_latest_materialization_event(asset_key_of(review_key))
         current = (entry.tags or {}).get(DATA_VERSION_TAG) if entry else None
         problems = []
         if facts.get("verdict") != "approve":
@@ -620,8 +620,11 @@ def build_stage2_asset(owner: str, config: TrainingConfig) -> dg.AssetsDefinitio
     start = catalog.review_key(owner, "rlft_stage1")
 
     @provenance_asset(
-        key=_key(catalog.STAGE2),
-        ins={"start": dg.AssetIn(key=_key(start)), **{f"sft_{e}": dg.AssetIn(key=["sft_data", e]) for e in envs}},
+        key=asset_key_of(catalog.STAGE2),
+        ins={
+            "start": dg.AssetIn(key=asset_key_of(start)),
+            **{f"sft_{e}": dg.AssetIn(key=["sft_data", e]) for e in envs},
+        },
         group_name="training",
         kinds=TRAINING_KINDS,
         pool="gpu",
@@ -660,12 +663,12 @@ def build_stage2_asset(owner: str, config: TrainingConfig) -> dg.AssetsDefinitio
             out=out,
             model_dir=str(start.files["model"]),
             data=data,
-            reward_configs=_reward_configs(envs, training, out.parent),
+            reward_configs=reward_configs_for(envs, training, out.parent),
             launcher=launcher,
             tracking=tracking,
             resume=config.resume,
         )
-        return _checkpoint_artifact(
+        return checkpoint_artifact(
             training,
             out,
             record,

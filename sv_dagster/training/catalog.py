@@ -10,6 +10,7 @@ new version of that model in the eval's lineage.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 
@@ -80,16 +81,27 @@ def cotrain_model_name(config: TrainingConfig, env: str, cycle: int) -> str:
     return f"{config.model.name}-{env}-cotrain{cycle}"
 
 
-def _spec(
-    name: str, asset: str, envs: tuple[str, ...], config: TrainingConfig, description: str, **flags: bool
-) -> ModelSpec:
+CHECKPOINT_CONCURRENCY = 32
+"""Requests the local backend batches into one generate call."""
+
+
+def checkpoint_spec(name: str, model: str, max_tokens: int) -> ModelSpec:
+    """A `local` model: greedy decoding, `max_tokens` per reply, seed 0."""
     return ModelSpec(
         name=name,
         backend="local",
-        model=config.model.base,
+        model=model,
+        max_concurrency=CHECKPOINT_CONCURRENCY,
+        sampling=Sampling(temperature=0.0, max_tokens=max_tokens, seed=0),
+    )
+
+
+def _spec(
+    name: str, asset: str, envs: tuple[str, ...], config: TrainingConfig, description: str, **flags: bool
+) -> ModelSpec:
+    return replace(
+        checkpoint_spec(name, config.model.base, config.eval_max_tokens),
         envs=envs,
-        max_concurrency=32,  # requests the local backend batches into one generate call
-        sampling=Sampling(temperature=0.0, max_tokens=config.eval_max_tokens, seed=0),
         description=description,
         checkpoint_asset=asset,
         **flags,

@@ -1,0 +1,55 @@
+"""Trained checkpoints are evaluated one way: the registry's models of checkpoints trained
+here and the checkpoints ablations and co-training evaluate share one spec."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from sv_dagster.training import catalog
+from sv_dagster.training.evaluation import RULE_COUNTERPART, evaluate_checkpoint
+
+
+def test_registry_checkpoint_models_sample_like_evaluate_checkpoint() -> None:
+    local = [spec for spec in catalog.load_models().values() if spec.checkpoint_asset]
+    assert local, "the training configs produce checkpoint models"
+    for spec in local:
+        config = catalog.training_config(spec.envs[0]) if len(spec.envs) == 1 else None
+        tokens = config.eval_max_tokens if config else spec.sampling.max_tokens
+        plain = catalog.checkpoint_spec(spec.name, spec.model, tokens)
+        # Only what names and places the model differs.
+        assert replace(spec, envs=(), description="", checkpoint_asset=None, sweep=False, nightly=False) == plain
+
+
+def test_a_dialogue_checkpoint_without_a_counterpart_plays_the_rule_baseline(tmp_path, monkeypatch) -> None:
+    from sv_dagster.core.envs import ENVS
+    from sv_dagster.training import evaluation
+
+    seen = {}
+
+    def fake_evaluate(env, spec, backend, **kwargs):
+        seen.update(spec=spec, counterpart_model=kwargs["counterpart_model"], concurrency=kwargs["concurrency"])
+        return "run"
+
+    monkeypatch.setattr(evaluation, "evaluate", fake_evaluate)
+    monkeypatch.setattr(evaluation, "make_backend", lambda spec, env_id, checkpoint=None: (spec.name, env_id))
+    attack = next(env for env in ENVS.values() if env.counterpart_env)
+    assert (
+        evaluate_checkpoint(
+            attack, "ckpt", tmp_path, dataset_path=tmp_path / "d.jsonl", outputs_root=tmp_path, run_id="r", max_tokens=7
+        )
+        == "run"
+    )
+    assert seen["counterpart_model"] == RULE_COUNTERPART
+    assert seen["spec"] == catalog.checkpoint_spec("ckpt", str(tmp_path), 7)
+    assert seen["concurrency"] == catalog.CHECKPOINT_CONCURRENCY
+    evaluate_checkpoint(
+        attack,
+        "ckpt",
+        tmp_path,
+        dataset_path=tmp_path / "d.jsonl",
+        outputs_root=tmp_path,
+        run_id="r",
+        max_tokens=7,
+        counterpart=("other", tmp_path / "other"),
+    )
+    assert seen["counterpart_model"] == catalog.checkpoint_spec("other", str(tmp_path / "other"), 7)
