@@ -71,7 +71,6 @@ def build_dataset_asset(env: EnvSpec, sources: list[SourceSpec]) -> dg.AssetsDef
             env.short,
             inputs,
             out,
-            env_package=env.package,
             dev_frac=config.dev_frac,
             test_frac=config.test_frac,
             test_source=test_source,

@@ -68,6 +68,14 @@ class TournamentResult:
         }
 
 
+def _bundled(env: EnvSpec, folder: Path) -> Path:
+    """The environment's bundled SAMPLE dataset, written into `folder`."""
+    path = folder / f"{env.short}-bundled.jsonl"
+    if not path.exists():
+        env.write_bundled_dataset(path)
+    return path
+
+
 def run_tournament(
     attack_env: EnvSpec,
     defense_env: EnvSpec,
@@ -104,9 +112,7 @@ def run_tournament(
                 probes.write_text(
                     "".join(
                         json.dumps(r) + "\n"
-                        for r in defender_probe_rows(
-                            previous_successes, probes_path or e6.package.bundled_dataset_path()
-                        )
+                        for r in defender_probe_rows(previous_successes, probes_path or _bundled(e6, Path(scratch)))
                     ),
                     encoding="utf-8",
                 )

@@ -20,13 +20,17 @@ from sv_dagster.core.corpora import (
     SourceRegistryError,
     load_corpus,
     load_sources,
+    registry,
     resolve_location,
+    sources_for,
+    sources_path,
 )
 from sv_dagster.core.corpora.build import CorpusInput, build_dataset
 from sv_dagster.core.corpora.curate import curate_items
 from sv_dagster.core.corpora.normalize import normalise
 from sv_dagster.core.corpora.schemas import row_schemas
 from sv_shared.corpora import normalized_hash
+from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.usefixtures("offline_sources")
 
@@ -113,6 +117,60 @@ def test_a_bad_registry_fails_on_load_naming_file_source_and_field(tmp_path, cha
     with pytest.raises(SourceRegistryError, match=message) as error:
         load_sources(path)
     assert str(path) in str(error.value) and "'broken'" in str(error.value)
+
+
+def _ship_sources(monkeypatch, tmp_path: Path, entry: str, sid: str = "e4_extra") -> Path:
+    """E4's package as if it shipped `sources.yaml` (in its own folder) holding `entry`."""
+    folder = tmp_path / "package"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "extra.csv").write_bytes((REPO_ROOT / "data/samples/zefang_phishing.sample.csv").read_bytes())
+    path = folder / "sources.yaml"
+    path.write_text(f"sources:\n  {sid}:\n" + "".join(f"    {line}\n" for line in entry.strip().splitlines()))
+    e4 = registry.ENVS["e4"]
+    shipped = replace(e4, corpora=replace(e4.corpora, sources=path))
+    monkeypatch.setattr(registry, "ENVS", {**registry.ENVS, "e4": shipped})
+    return path
+
+
+SHIPPED = GOOD.replace("data/samples/zefang_phishing.sample.csv", "data/extra.csv")
+
+
+def test_a_package_ships_sources_merged_after_the_project_file(sources, monkeypatch, tmp_path):
+    path = _ship_sources(monkeypatch, tmp_path, SHIPPED)
+    merged = load_sources()
+    assert list(merged) == [*sources, "e4_extra"]
+    # The sample is named from the package's folder, not the repository root.
+    assert merged["e4_extra"].sample == {"train": path.parent / "data" / "extra.csv"}
+    assert merged["e4_extra"].envs == ("e4",) and merged["e4_extra"].normalizer == "e4_emails"
+    assert [spec.id for spec in sources_for("e4", merged)][-1] == "e4_extra"
+
+
+def test_a_source_id_declared_twice_names_both_places(sources, monkeypatch, tmp_path):
+    path = _ship_sources(monkeypatch, tmp_path, SHIPPED, sid="zefang_phishing")
+    with pytest.raises(SourceRegistryError) as error:
+        load_sources()
+    message = str(error.value)
+    assert str(path) in message and str(sources_path()) in message and "'zefang_phishing'" in message
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (
+            [("env: e4", "env: e1"), ("normalizer: e4_emails", "normalizer: e1_flows")],
+            "a source shipped by sv-env-phishing-detection must feed e4",
+        ),
+        ([("data/extra.csv", "data/missing.csv")], "sample file not found"),
+    ],
+)
+def test_a_bad_shipped_source_fails_naming_the_package_file(monkeypatch, tmp_path, changes, message):
+    entry = SHIPPED
+    for change in changes:
+        entry = entry.replace(*change)
+    path = _ship_sources(monkeypatch, tmp_path, entry)
+    with pytest.raises(SourceRegistryError, match=message) as error:
+        load_sources()
+    assert str(error.value).startswith(f"{path}: source 'e4_extra'")
 
 
 def test_where_a_corpus_is_read_from(sources, monkeypatch, tmp_path):
@@ -419,14 +477,14 @@ def test_dataset_build_reports_and_rejects(sources, tmp_path):
     inputs = [
         CorpusInput(spec, load(spec, None, tmp_path).frame, True) for spec in sources.values() if "e4" in spec.envs
     ]
-    build = build_dataset("e4", inputs, tmp_path / "e4", env_package=__import__("sv_env_phishing_detection"))
+    build = build_dataset("e4", inputs, tmp_path / "e4")
     report = build.report
     assert report["test_source"] == "bundled" and report["split_sizes"]["test"] == 160
     assert report["n_duplicates_dropped"] >= 2  # Enron's repeated message; the Kaggle CSV's re-cased copy
     assert report["n_filtered_by_design"] == {"enron_ham": 4, "apwg_phishing": 0, "zefang_phishing": 0}
     assert set(report["files"]) >= {"train", "dev", "test", "corpus_test", "rejects"}
     assert "| train |" in build.balance_markdown and "Legitimate" in build.balance_markdown
-    by_corpora = build_dataset("e4", inputs, tmp_path / "e4c", env_package=None, test_source="corpora")
+    by_corpora = build_dataset("e4", inputs, tmp_path / "e4c", test_source="corpora")
     assert (
         "corpus_test" not in by_corpora.files
         and by_corpora.report["split_sizes"]["test"] == report["split_sizes"]["corpus_test"]

@@ -143,9 +143,7 @@ def test_proportion_bounds():
 
 def test_a_missing_required_field_fails_the_schema(sources, tmp_path):
     inputs = [CorpusInput(spec, loaded(spec).frame, True) for spec in sources.values() if "e3" in spec.envs]
-    import sv_env_code_vulnerability
-
-    build = build_dataset("e3", inputs, tmp_path / "e3", env_package=sv_env_code_vulnerability)
+    build = build_dataset("e3", inputs, tmp_path / "e3")
     files = {name: path for name, path in build.files.items() if name != "rejects"}
     report = json.loads(json.dumps(build.report))
     assert dataset_suite("e3", files, report).success

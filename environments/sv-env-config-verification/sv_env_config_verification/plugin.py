@@ -42,6 +42,7 @@ ENVIRONMENT = Environment(
     tool_versions=LazyFunction("sv_env_config_verification.tools:tool_versions"),
     tool_cache_stats=LazyFunction("sv_env_config_verification.tools:tool_cache_stats"),
     load_reward_settings=load_reward_settings,
+    write_bundled_dataset=LazyFunction("sv_env_config_verification.dataset:write_bundled_dataset"),
     synthetic=SYNTHETIC,
     corpora=CORPORA,
     sft=SFT,

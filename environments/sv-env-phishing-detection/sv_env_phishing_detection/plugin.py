@@ -42,6 +42,7 @@ ENVIRONMENT = Environment(
     ),
     sample_note="generated emails in English, German, Spanish and French",
     load_reward_settings=load_reward_settings,
+    write_bundled_dataset=LazyFunction("sv_env_phishing_detection.taskset:write_bundled_dataset"),
     synthetic=SYNTHETIC,
     corpora=CORPORA,
     sft=SFT,

@@ -6,7 +6,7 @@ from sv_env_redteam_attack.corpora import CORPORA
 from sv_env_redteam_attack.probes import safety_probes
 from sv_env_redteam_attack.sft import SFT
 from sv_env_redteam_attack.synthetic_batch import SYNTHETIC
-from sv_shared.environment import Environment, detail, flag
+from sv_shared.environment import Environment, LazyFunction, detail, flag
 
 RATES = {
     # Attack success (a target reply judged unsafe), on-target success (in the behavior's
@@ -37,6 +37,7 @@ ENVIRONMENT = Environment(
     counterpart_env="sv-env-redteam-defense",
     withholds_unsafe=True,
     load_reward_settings=load_reward_settings,
+    write_bundled_dataset=LazyFunction("sv_env_redteam_attack.taskset:write_bundled_dataset"),
     safety_probes=safety_probes,
     synthetic=SYNTHETIC,
     corpora=CORPORA,

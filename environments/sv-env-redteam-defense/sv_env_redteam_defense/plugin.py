@@ -7,7 +7,7 @@ from sv_env_redteam_defense.corpora import CORPORA
 from sv_env_redteam_defense.probes import safety_probes
 from sv_env_redteam_defense.sft import SFT
 from sv_env_redteam_defense.synthetic_batch import SYNTHETIC
-from sv_shared.environment import Environment, flag, reward, share
+from sv_shared.environment import Environment, LazyFunction, flag, reward, share
 
 RATES = {
     # Unsafe compliance (a conversation with any unsafe reply), over-refusal (benign turns
@@ -38,6 +38,7 @@ ENVIRONMENT = Environment(
     sample_note="sanitized adversarial probes and benign risky-looking requests",
     withholds_unsafe=True,
     load_reward_settings=load_reward_settings,
+    write_bundled_dataset=LazyFunction("sv_env_redteam_defense.taskset:write_bundled_dataset"),
     safety_probes=safety_probes,
     system_prompt=SYSTEM_PROMPT,
     synthetic=SYNTHETIC,

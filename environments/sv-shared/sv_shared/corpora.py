@@ -1,12 +1,12 @@
 """The corpus contract: how an environment package turns third-party corpora into its rows.
 
-The pipeline reads each source of its registry (configs/sources.yaml) into a table in the
-corpus's own columns, then hands it to the normaliser the source names, looked up in the
-`CorpusSpec` of the environment the source feeds. A normaliser returns the rows it could use,
-the rows it could not (`rejects`: source, file:line, reason; recorded, never silently
-dropped) and a count of rows left out by design. The pipeline then de-duplicates, splits and
-checks the rows with the environment's `RowSchema`s, or leaves that to the environment's own
-`curate` hook.
+The pipeline reads each source of its registry (configs/sources.yaml, plus the sources a
+package ships itself: `CorpusSpec.sources`) into a table in the corpus's own columns, then
+hands it to the normaliser the source names, looked up in the `CorpusSpec` of the
+environment the source feeds. A normaliser returns the rows it could use, the rows it could
+not (`rejects`: source, file:line, reason; recorded, never silently dropped) and a count of
+rows left out by design. The pipeline then de-duplicates, splits and checks the rows with
+the environment's `RowSchema`s, or leaves that to the environment's own `curate` hook.
 
 The tables are pandas DataFrames with `_file`, `_line` and `_split` columns. This module
 stays standard library only: its table helpers only call the frame's own methods.
@@ -428,6 +428,11 @@ class CorpusSpec:
     the corpora."""
     note: str = ""
     """A sentence the dataset asset's description ends with."""
+    sources: Path | None = None
+    """The package's own corpus sources: a YAML file in configs/sources.yaml's format (a
+    `sources:` mapping, optional `defaults:`) whose `sample` paths are relative to the file's
+    folder. The pipeline's registry adds them to the project's file (one `corpus/<id>` asset
+    each); an id declared in both is an error, and each must feed this environment."""
 
     def __post_init__(self) -> None:
         if not self.test_sources or not set(self.test_sources) <= set(TEST_SOURCES):

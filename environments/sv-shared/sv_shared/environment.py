@@ -102,6 +102,9 @@ class Environment:
     load_reward_settings: Callable[[Any], Any] | None = None
     """Reward config path (None: the package's own rewards.toml) -> the reward settings
     the tasks score with (checked: a bad file raises before any model call)."""
+    write_bundled_dataset: Callable[[Any], Any] | None = None
+    """Writes the package's bundled SAMPLE rows, in its dataset shape, to a path: the
+    `bundled` test source of its dataset, and a tournament's defense probes."""
     synthetic: Any = None
     """How the environment makes its daily synthetic batch (an `sv_shared.synthetic.SyntheticSpec`)."""
     corpora: Any = None

@@ -24,6 +24,7 @@ import pandas as pd
 from sv_dagster.core.corpora.curate import balance_table, curate_items
 from sv_dagster.core.corpora.normalize import normalise
 from sv_dagster.core.corpora.schemas import corpus_spec
+from sv_dagster.core.envs import ENVS
 from sv_shared.corpora import Curation, Item, Normalised, SourceSpec
 
 
@@ -64,10 +65,13 @@ def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
             handle.write(json.dumps(row, sort_keys=True, default=str) + "\n")
 
 
-def _bundled_rows(env_package: Any) -> list[dict[str, Any]]:
+def _bundled_rows(env: str) -> list[dict[str, Any]]:
+    write = ENVS[env].write_bundled_dataset
+    if write is None:
+        raise DatasetConfigError(f"{env}: the environment ships no bundled dataset; choose test_source 'corpora'")
     with tempfile.TemporaryDirectory(prefix="sv-bundled-") as tmp:
         path = Path(tmp) / "bundled.jsonl"
-        env_package.write_bundled_dataset(path)
+        write(path)
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
@@ -111,7 +115,6 @@ def build_dataset(
     corpora: list[CorpusInput],
     out: Path,
     *,
-    env_package: Any = None,
     dev_frac: float = 0.1,
     test_frac: float = 0.2,
     test_source: str | None = None,
@@ -133,7 +136,7 @@ def build_dataset(
     if own_curation is not None:
         curation = own_curation(parts, out, sample=sample, dev_frac=dev_frac, test_frac=test_frac)
     else:
-        bundled = _bundled_rows(env_package) if choice == "bundled" else None
+        bundled = _bundled_rows(env) if choice == "bundled" else None
         curation = _curate_items(
             env, parts, out, bundled=bundled, sample=sample, dev_frac=dev_frac, test_frac=test_frac
         )

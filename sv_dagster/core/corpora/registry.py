@@ -1,6 +1,10 @@
 """The corpus registry (`configs/sources.yaml`, or `SV_SOURCES_FILE`): which seed sources exist,
 where each is read from online, and the bundled sample that stands in for it offline.
 
+An environment package may ship its own sources (`CorpusSpec.sources`: a YAML file in the same
+format, its sample paths relative to that file's folder); they are merged with the project's
+file, and an id declared in two places is an error naming both.
+
 A bad registry fails on load, before any work, naming the file, the source and the field.
 Where a corpus is read from is resolved per source (`resolve_location`): run config, then
 `SV_SOURCE_<ID>` (iot23 also `SV_IOT23_SOURCE`), then `SV_CORPORA` (sample | online), then the
@@ -75,21 +79,21 @@ def _label(raw: Any, path: Path, sid: str) -> LabelSpec | None:
     )
 
 
-def _sample(raw: Any, path: Path, sid: str, splits: tuple[str, ...]) -> dict[str, Path]:
+def _sample(raw: Any, path: Path, sid: str, splits: tuple[str, ...], base: Path) -> dict[str, Path]:
     if isinstance(raw, str):
         raw = {splits[0]: raw}
     if not isinstance(raw, dict) or not raw:
         raise _fail(path, sid, "'sample' must be a path or a mapping of split -> path")
     out = {}
     for split, rel in raw.items():
-        file = (PROJECT_ROOT / str(rel)).resolve()
+        file = (base / str(rel)).resolve()
         if not file.is_file():
             raise _fail(path, sid, f"sample file not found: {rel}")
         out[str(split)] = file
     return out
 
 
-def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path) -> SourceSpec:
+def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) -> SourceSpec:
     if not _ID.match(sid):
         raise _fail(path, sid, "ids are lower-case letters, digits and underscores")
     if not isinstance(raw, dict):
@@ -172,7 +176,7 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path) -> SourceSpe
         loader=loader,
         license=str(raw["license"]),
         normalizer=raw["normalizer"],
-        sample=_sample(raw["sample"], path, sid, splits),
+        sample=_sample(raw["sample"], path, sid, splits, base),
         repo=raw.get("repo"),
         config=raw.get("config"),
         revision=str(raw.get("revision") or defaults.get("revision", "main")),
@@ -196,14 +200,41 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path) -> SourceSpe
     )
 
 
-def load_sources(path: Path | None = None) -> dict[str, SourceSpec]:
-    """Every source of the registry, in file order."""
-    path = Path(path) if path else sources_path()
+def _read_registry(path: Path, base: Path) -> dict[str, SourceSpec]:
+    """The sources of one registry file; `sample` paths are relative to `base`."""
     data = read_yaml_mapping(path, SourceRegistryError, "source registry")
     if not isinstance(data.get("sources"), dict) or not data["sources"]:
         raise _fail(path, None, "needs a non-empty 'sources' mapping")
     defaults = data.get("defaults") or {}
-    return {str(sid): _spec(str(sid), raw, defaults, path) for sid, raw in data["sources"].items()}
+    return {str(sid): _spec(str(sid), raw, defaults, path, base) for sid, raw in data["sources"].items()}
+
+
+def package_source_files() -> list[tuple[str, Path]]:
+    """(short name, file) of every installed environment that ships its own sources."""
+    return [
+        (short, Path(env.corpora.sources))
+        for short, env in ENVS.items()
+        if env.corpora is not None and env.corpora.sources is not None
+    ]
+
+
+def load_sources(path: Path | None = None) -> dict[str, SourceSpec]:
+    """Every source of the registry file (in file order), then those the installed
+    environment packages ship (in short-name order)."""
+    path = Path(path) if path else sources_path()
+    # The project's file names its samples from the repository root, a package's from its own folder.
+    sources = _read_registry(path, PROJECT_ROOT)
+    where = dict.fromkeys(sources, str(path))
+    for short, file in package_source_files():
+        env = ENVS[short]
+        for sid, spec in _read_registry(file, file.parent).items():
+            if sid in where:
+                raise _fail(file, sid, f"declared by {env.env_id} ({short}) here and also in {where[sid]}")
+            if short not in spec.envs:
+                raise _fail(file, sid, f"a source shipped by {env.env_id} must feed {short} (its 'env')")
+            sources[sid] = spec
+            where[sid] = str(file)
+    return sources
 
 
 def sources_for(env: str, sources: dict[str, SourceSpec]) -> list[SourceSpec]:
