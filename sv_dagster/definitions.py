@@ -71,9 +71,10 @@ def build_definitions() -> dg.Definitions:
         for m in models.values()
         if m.checkpoint_asset is None and m.supports(env.short)
     }
-    # corpus/<id> for every entry of configs/sources.yaml, dataset/<env>, and their blocking suites.
+    # corpus/<id> for every source (configs/sources.yaml and the environments' own), dataset/<env>,
+    # and their blocking suites.
     data, data_checks = build_data_assets(envs)
-    # synthetic/<env> (daily partitions); E5's generator reads defender failures from these
+    # synthetic/<env> (daily partitions); a generator that reads defender failures picks its own from these
     # (not from trained models' evals: those checkpoints train on synthetic data, a cycle).
     failure_keys = [k for k in eval_keys if k in untrained] + tournament_keys()
     synthetic, synthetic_checks = build_synthetic_assets(failure_keys)

@@ -1,5 +1,6 @@
-"""corpus/<source>: each seed corpus of the registry (configs/sources.yaml) as fetched, or its
-bundled sample, labelled as such. One asset per registry entry."""
+"""corpus/<source>: each seed corpus of the registry (configs/sources.yaml, plus the sources an
+environment package ships) as fetched, or its bundled sample, labelled as such. One asset per
+registry entry."""
 
 from __future__ import annotations
 

@@ -23,7 +23,8 @@ if TYPE_CHECKING:
 
 
 def headline_metrics(env: EnvSpec) -> tuple[str, ...]:
-    return (*(key for _, key in env.columns), "mean_reward", "n_errors")
+    keys = [key for _, key in env.columns]
+    return (*keys, *(key for key in ("mean_reward", "n_errors") if key not in keys))
 
 
 class EvalConfig(dg.Config):

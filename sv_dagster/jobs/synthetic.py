@@ -36,7 +36,7 @@ def synthetic_job() -> dg.UnresolvedAssetJobDefinition:
         name=SYNTHETIC_JOB,
         selection=dg.AssetSelection.assets(*synthetic_keys()),
         partitions_def=SYNTHETIC_PARTITIONS,
-        description="One day's synthetic batches for E1-E6 (templates -> optional seed models -> schema validation -> "
+        description="One day's synthetic batches of every environment (templates -> optional seed models -> schema validation -> "
         "the environment's verifier -> 5% spot-check queue). Needs a partition key (YYYY-MM-DD).",
         tags={"sv/program": SYNTHETIC_JOB},
     )
