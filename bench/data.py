@@ -156,7 +156,7 @@ def _peak_rss_mib() -> float:
 
 
 def load(data: Path) -> dict:
-    from sv_dagster.core.corpora import load_corpus, load_sources, resolve_location
+    from sv_dagster.core.data.corpora import load_corpus, load_sources, resolve_location
 
     spec = load_sources()["iot23"]
     start = time.perf_counter()
@@ -175,8 +175,8 @@ def curate(data: Path) -> dict:
     """dataset/e1's recipe minus Dagster: the parquet the corpus asset wrote in, split files out."""
     import pandas as pd
 
-    from sv_dagster.core.corpora import load_sources
-    from sv_dagster.core.corpora.build import CorpusInput, build_dataset
+    from sv_dagster.core.data.corpora import load_sources
+    from sv_dagster.core.data.corpora.build import CorpusInput, build_dataset
 
     spec = load_sources()["iot23"]
     start = time.perf_counter()
@@ -198,7 +198,7 @@ def curate(data: Path) -> dict:
 
 
 def validate(data: Path) -> dict:
-    from sv_dagster.core.validation import dataset_suite
+    from sv_dagster.core.data.validation import dataset_suite
 
     start = time.perf_counter()
     import great_expectations  # noqa: F401 - once per process (~3-10 s here); timed apart

@@ -79,10 +79,10 @@ REDTEAM_TARGETS = {
 SCALE_CHILD = """
 import sys, time, json
 from pathlib import Path
-from sv_dagster.core.backends import OpenAICompatibleBackend
+from sv_dagster.core.models.backends import OpenAICompatibleBackend
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.evaluation import evaluate
-from sv_dagster.core.registry import ModelSpec
+from sv_dagster.core.evals.evaluation import evaluate
+from sv_dagster.core.models.registry import ModelSpec
 url, dataset, out, concurrency = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4])
 spec = ModelSpec(name="loopback-100ms", backend="openai", model="loopback-model", base_url=url, max_concurrency=concurrency)
 start = time.perf_counter()
@@ -119,9 +119,9 @@ def bench_e1_path() -> dict:
 
 
 def bench_runner(n: int = 400, concurrency: int = 16) -> dict:
-    from sv_dagster.core.backends import OpenAICompatibleBackend
     from sv_dagster.core.envs import ENVS
-    from sv_dagster.core.registry import ModelSpec
+    from sv_dagster.core.models.backends import OpenAICompatibleBackend
+    from sv_dagster.core.models.registry import ModelSpec
     from sv_env_network_logs import heuristic_reply
     from tests.support.openai_server import LoopbackOpenAIServer
 
@@ -132,7 +132,7 @@ def bench_runner(n: int = 400, concurrency: int = 16) -> dict:
     def reply(request: dict) -> str:
         return heuristic_reply(request["messages"][-1]["content"])
 
-    from sv_dagster.core.runner import run_eval
+    from sv_dagster.core.evals.runner import run_eval
 
     with LoopbackOpenAIServer(reply) as server, tempfile.TemporaryDirectory() as tmp:
         spec = ModelSpec(
@@ -314,10 +314,10 @@ def bench_dialogues(n: int = 400, concurrency: int = 32, delay_s: float = 0.1) -
     """E5 and E6 played by the concurrent runner over `n` dialogues each (the bundled sets,
     repeated): the model under evaluation is a loopback OpenAI-compatible server answering
     in `delay_s`; E5's target is the rule-based defender."""
-    from sv_dagster.core.backends import OpenAICompatibleBackend, make_backend
     from sv_dagster.core.envs import ENVS
-    from sv_dagster.core.evaluation import evaluate
-    from sv_dagster.core.registry import ModelSpec
+    from sv_dagster.core.evals.evaluation import evaluate
+    from sv_dagster.core.models.backends import OpenAICompatibleBackend, make_backend
+    from sv_dagster.core.models.registry import ModelSpec
     from tests.support.openai_server import LoopbackOpenAIServer
 
     heuristic = ModelSpec(name="heuristic", backend="heuristic", model="rules-v1")

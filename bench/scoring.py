@@ -61,7 +61,7 @@ def e2_dataset(data: Path, n: int) -> Path:
 
 async def score_all(env_short: str, dataset: Path | None, completions: dict[str, list[str]], concurrency: int) -> dict:
     from sv_dagster.core.envs import ENVS
-    from sv_dagster.core.runner import score_row
+    from sv_dagster.core.evals.runner import score_row
 
     env = ENVS[env_short]
     tasks = env.load_tasks(dataset, None)
@@ -219,8 +219,8 @@ def e4_scoring(n: int = 2000, cpu: int | None = None) -> dict:
     Each figure uses freshly loaded tasks (per-task memos empty; email indexes built inside
     the timing) and unique completions, after one warm-up pass (imports, lru caches)."""
     from sv_dagster.core.envs import ENVS
-    from sv_dagster.core.runner import score_completion, score_row
-    from sv_dagster.core.traces import completion_trace
+    from sv_dagster.core.evals.runner import score_completion, score_row
+    from sv_dagster.core.evals.traces import completion_trace
 
     env = ENVS["e4"]
     allowed = os.sched_getaffinity(0)

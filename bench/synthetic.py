@@ -56,9 +56,9 @@ def main() -> int:
 
     import pyarrow.parquet as pq
 
+    from sv_dagster.core.data.synthetic import BatchSpec, derive_seed
+    from sv_dagster.core.data.synthetic.columnar import run_columnar_batch
     from sv_dagster.core.envs import ENVS
-    from sv_dagster.core.synthetic import BatchSpec, derive_seed
-    from sv_dagster.core.synthetic.columnar import run_columnar_batch
     from sv_shared.synthetic import SyntheticInputs
 
     # The columnar environment: the one whose batches are sized for training.

@@ -44,7 +44,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sv_dagster.core.paths import PROJECT_ROOT
+from sv_dagster.core.artifacts.paths import PROJECT_ROOT
 from sv_dagster.runs import owner_tags
 
 
@@ -445,9 +445,9 @@ def _instance(reap: bool = True):
 def run_rescore(source: Path, reward_config: Path | None) -> int:
     import uuid
 
+    from sv_dagster.core.artifacts.paths import outputs_root
     from sv_dagster.core.envs import env_by_id
-    from sv_dagster.core.evaluation import rescore
-    from sv_dagster.core.paths import outputs_root
+    from sv_dagster.core.evals.evaluation import rescore
 
     metadata = json.loads((source / "metadata.json").read_text())
     env = env_by_id(metadata["env"])
@@ -467,9 +467,9 @@ def run_check() -> int:
     Exit 1 on a regression, else NO_BASELINE_EXIT when some eval had no baseline, else 0."""
     import dagster as dg
 
+    from sv_dagster.core.artifacts.paths import outputs_root
     from sv_dagster.core.envs import ENVS
-    from sv_dagster.core.gate import FAIL, NO_BASELINE, regression_gate
-    from sv_dagster.core.paths import outputs_root
+    from sv_dagster.core.evals.gate import FAIL, NO_BASELINE, regression_gate
     from sv_dagster.training.catalog import load_models
 
     instance = dg.DagsterInstance.get()
@@ -494,8 +494,8 @@ def run_check() -> int:
 
 
 def run_baseline(eval_dir: Path) -> int:
-    from sv_dagster.core.gate import record_baseline
-    from sv_dagster.core.paths import outputs_root
+    from sv_dagster.core.artifacts.paths import outputs_root
+    from sv_dagster.core.evals.gate import record_baseline
 
     print(f"baseline recorded: {record_baseline(eval_dir, outputs_root())}")
     return 0
@@ -630,7 +630,7 @@ def main(argv: list[str] | None = None) -> int:
             build_definitions=build_definitions,
         )
     if args.command == "audit":
-        from sv_dagster.core.audit import main_audit
+        from sv_dagster.core.reporting.audit import main_audit
 
         return main_audit(args.report)
     if args.command == "rescore":

@@ -24,10 +24,10 @@ from sv_dagster.assets.synthetic import build_synthetic_assets
 from sv_dagster.assets.tournament import tournament_assets, tournament_keys
 from sv_dagster.assets.training import training_assets
 from sv_dagster.assets.triage import build_triage_assets
+from sv_dagster.core.artifacts.paths import PROJECT_ROOT
+from sv_dagster.core.artifacts.redaction import install_log_redaction
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.paths import PROJECT_ROOT
-from sv_dagster.core.redaction import install_log_redaction
-from sv_dagster.core.registry import registry_path
+from sv_dagster.core.models.registry import registry_path
 from sv_dagster.jobs import demo_job, eval_job, program_jobs, rescore_job, tournament_jobs
 from sv_dagster.jobs.synthetic import synthetic_job, synthetic_schedule
 from sv_dagster.jobs.training import training_jobs

@@ -15,11 +15,11 @@ from typing import Any
 
 
 def run_spec(spec: dict[str, Any], log) -> dict[str, Any]:
-    from sv_dagster.core.backends import make_backend
-    from sv_dagster.core.cache import ResponseCache
     from sv_dagster.core.envs import ENVS
-    from sv_dagster.core.evaluation import evaluate
-    from sv_dagster.core.progress import EvalProgress
+    from sv_dagster.core.evals.evaluation import evaluate
+    from sv_dagster.core.evals.progress import EvalProgress
+    from sv_dagster.core.models.backends import make_backend
+    from sv_dagster.core.models.cache import ResponseCache
     from sv_dagster.training.catalog import load_models
 
     env = ENVS[spec["env"]]

@@ -25,7 +25,7 @@ from typing import Any
 import dagster as dg
 import yaml
 
-from sv_dagster.core.paths import CONFIGS_DIR
+from sv_dagster.core.artifacts.paths import CONFIGS_DIR
 
 EXECUTOR_ENV = "SV_EXECUTOR"
 EXECUTOR_CONFIG_ENV = "SV_EXECUTOR_CONFIG"

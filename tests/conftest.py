@@ -35,7 +35,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offline_sources: N
 def clear_source_overrides(monkeypatch: pytest.MonkeyPatch) -> None:
     """A developer's shell may point corpora elsewhere (SV_CORPORA=online, SV_SOURCE_<ID>,
     another registry file): not in the tests."""
-    from sv_dagster.core.corpora.registry import LEGACY_ENV_VARS
+    from sv_dagster.core.data.corpora.registry import LEGACY_ENV_VARS
 
     sources = [name for name in os.environ if name.startswith("SV_SOURCE_")]  # every source's SourceSpec.env_var
     for name in ("SV_CORPORA", "SV_SOURCES_FILE", *LEGACY_ENV_VARS.values(), *sources):
@@ -50,6 +50,6 @@ def offline_sources(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(scope="module")
 def sources():
     """The source registry (configs/sources.yaml)."""
-    from sv_dagster.core.corpora import load_sources
+    from sv_dagster.core.data.corpora import load_sources
 
     return load_sources()

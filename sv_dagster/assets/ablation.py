@@ -20,8 +20,8 @@ from sv_dagster.assets.training import (
     reward_configs_for,
     run_training_stage,
 )
+from sv_dagster.core.artifacts.paths import outputs_root
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.paths import outputs_root
 from sv_dagster.resources import ExperimentTracking, PipesLauncher
 from sv_dagster.training import catalog
 from sv_dagster.training.config import list_experiments
@@ -88,7 +88,7 @@ def build_ablation_asset(env_short: str) -> dg.AssetsDefinition:
         launcher: PipesLauncher,
         tracking: ExperimentTracking,
     ) -> Artifact:
-        from sv_dagster.core.runner import read_results
+        from sv_dagster.core.evals.runner import read_results
         from sv_dagster.training.ablation import (
             VariantResult,
             as_dicts,

@@ -9,8 +9,8 @@ from typing import Any
 
 import dagster as dg
 
-from sv_dagster.core.paths import outputs_root
-from sv_dagster.core.redaction import write_redacted
+from sv_dagster.core.artifacts.paths import outputs_root
+from sv_dagster.core.artifacts.redaction import write_redacted
 
 
 def artifact_dir(context: dg.AssetExecutionContext, *parts: str) -> Path:

@@ -14,7 +14,7 @@ from pydantic import Field
 
 from sv_dagster.assets.common import artifact_dir, write_json
 from sv_dagster.assets.recipe import Artifact, provenance_asset
-from sv_dagster.core.corpora import (
+from sv_dagster.core.data.corpora import (
     CorpusError,
     SourceRegistryError,
     SourceSpec,

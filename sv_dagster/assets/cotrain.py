@@ -31,8 +31,8 @@ from sv_dagster.assets.training import (
     reward_configs_for,
     run_training_stage,
 )
+from sv_dagster.core.artifacts.paths import outputs_root
 from sv_dagster.core.envs import EnvSpec
-from sv_dagster.core.paths import outputs_root
 from sv_dagster.resources import ExperimentTracking, PipesLauncher
 from sv_dagster.training import catalog
 from sv_dagster.training.evaluation import evaluate_checkpoint

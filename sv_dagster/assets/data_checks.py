@@ -1,7 +1,7 @@
 """Blocking Great Expectations checks: `great_expectations` on every corpus/<id> and
 dataset/<env>. A failed suite is an ERROR, so nothing downstream of the asset materializes in
 the same run; the failing expectations (name, column, unexpected count, examples) are in the
-check's metadata. The suites themselves are plain functions in `sv_dagster.core.validation`."""
+check's metadata. The suites themselves are plain functions in `sv_dagster.core.data.validation`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import json
 import dagster as dg
 import pandas as pd
 
-from sv_dagster.core.corpora import SourceSpec
+from sv_dagster.core.data.corpora import SourceSpec
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.instance import local_artifact_path
 
@@ -55,7 +55,7 @@ def build_corpus_check(spec: SourceSpec) -> dg.AssetChecksDefinition:
         f"at most {spec.max_bad_fraction:.0%}. Blocks {', '.join(f'dataset/{e}' for e in spec.envs)} when it fails.",
     )
     def corpus_check(context) -> dg.AssetCheckResult:  # dagster rejects a string annotation here
-        from sv_dagster.core.validation import corpus_suite
+        from sv_dagster.core.data.validation import corpus_suite
 
         folder = _latest_dir(context, key)
         facts = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
@@ -85,7 +85,7 @@ def build_dataset_check(env: EnvSpec) -> dg.AssetChecksDefinition:
         f"{env.short} evals when it fails.",
     )
     def dataset_check(context) -> dg.AssetCheckResult:  # dagster rejects a string annotation here
-        from sv_dagster.core.validation import dataset_suite
+        from sv_dagster.core.data.validation import dataset_suite
 
         folder = _latest_dir(context, key)
         report = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))

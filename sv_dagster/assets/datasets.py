@@ -12,8 +12,8 @@ from sv_dagster.assets.common import artifact_dir, write_json
 from sv_dagster.assets.corpora import build_corpus_assets
 from sv_dagster.assets.data_checks import build_corpus_check, build_dataset_check
 from sv_dagster.assets.recipe import Artifact, provenance_asset
-from sv_dagster.core.corpora import SourceSpec, load_sources, sources_for
-from sv_dagster.core.corpora.build import CorpusInput, DatasetConfigError, build_dataset, check_config
+from sv_dagster.core.data.corpora import SourceSpec, load_sources, sources_for
+from sv_dagster.core.data.corpora.build import CorpusInput, DatasetConfigError, build_dataset, check_config
 from sv_dagster.core.envs import EnvSpec
 
 

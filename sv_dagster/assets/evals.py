@@ -10,16 +10,16 @@ import dagster as dg
 from pydantic import Field
 
 from sv_dagster.assets.recipe import Artifact, provenance_asset
+from sv_dagster.core.artifacts.paths import outputs_root
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.core.eval_request import EvalRequestError, check_limit, check_split, split_sizes
-from sv_dagster.core.paths import outputs_root
-from sv_dagster.core.progress import EvalProgress
-from sv_dagster.core.registry import ModelSpec
+from sv_dagster.core.evals.progress import EvalProgress
+from sv_dagster.core.models.registry import ModelSpec
 from sv_dagster.instance import local_artifact_path
 from sv_dagster.resources import ModelRegistry, PipesLauncher
 
 if TYPE_CHECKING:
-    from sv_dagster.core.evaluation import EvalRun  # imports the model clients: only when an eval runs
+    from sv_dagster.core.evals.evaluation import EvalRun  # imports the model clients: only when an eval runs
 
 
 def headline_metrics(env: EnvSpec) -> tuple[str, ...]:
@@ -91,7 +91,7 @@ def run_external_eval(
     the eval folder it reports. `total`: the examples it will run, for its progress lines."""
     import json
 
-    from sv_dagster.core.evaluation import eval_dir, load_eval_run
+    from sv_dagster.core.evals.evaluation import eval_dir, load_eval_run
 
     run_dir = eval_dir(arguments["outputs_root"], env, model.name, arguments["run_id"])
     spec = {
@@ -172,8 +172,8 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
         checkpoint = trained_checkpoint(context, model) if trained else None
         if trained and checkpoint is None:
             return None
-        from sv_dagster.core.cache import ResponseCache
-        from sv_dagster.core.evaluation import evaluate  # imports verifiers (~3 s): only when run
+        from sv_dagster.core.evals.evaluation import evaluate  # imports verifiers (~3 s): only when run
+        from sv_dagster.core.models.cache import ResponseCache
 
         spec = models.spec(model.name)
         # A re-execution (from failure, or of a killed run) continues its root run's folder.
@@ -275,7 +275,7 @@ def build_regression_check(env: EnvSpec, model: ModelSpec) -> dg.AssetChecksDefi
         "`sv-dagster baseline record EVAL_DIR`.",
     )
     def regression_gate_check(context) -> dg.AssetCheckResult:  # dagster rejects a string annotation here
-        from sv_dagster.core.gate import NO_BASELINE, PASS, regression_gate
+        from sv_dagster.core.evals.gate import NO_BASELINE, PASS, regression_gate
 
         entry = context.instance.get_latest_materialization_event(key)
         run_dir = local_artifact_path(entry.asset_materialization.metadata)
@@ -324,7 +324,7 @@ def build_rescore_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
         "the current verifier and reward config: no model calls. Run it when a verifier or reward config changes.",
     )
     def rescore_model(context: dg.AssetExecutionContext, config: RescoreConfig, evaluation: Artifact) -> Artifact:
-        from sv_dagster.core.evaluation import rescore
+        from sv_dagster.core.evals.evaluation import rescore
 
         reward_config = Path(config.reward_config) if config.reward_config else None
         run = rescore(

@@ -25,9 +25,9 @@ from typing import Any
 import dagster as dg
 
 from sv_dagster.assets.common import write_json
-from sv_dagster.core import storage
-from sv_dagster.core.paths import localize_artifact_paths, outputs_root, outputs_url
-from sv_dagster.core.provenance import build_provenance, provenance_path
+from sv_dagster.core.artifacts import storage
+from sv_dagster.core.artifacts.paths import localize_artifact_paths, outputs_root, outputs_url
+from sv_dagster.core.artifacts.provenance import build_provenance, provenance_path
 from sv_dagster.instance import DATA_VERSION_TAG
 
 PROVENANCE_TAG = "sv/provenance"

@@ -14,10 +14,10 @@ from pydantic import Field
 from sv_dagster.assets.common import write_json
 from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.assets.tournament import tournament_keys
+from sv_dagster.core.artifacts.paths import outputs_root
+from sv_dagster.core.artifacts.redaction import write_redacted
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.paths import outputs_root
-from sv_dagster.core.redaction import write_redacted
-from sv_dagster.core.reports import (
+from sv_dagster.core.reporting.reports import (
     EvalRecord,
     TournamentRecord,
     TrainingRecord,
@@ -153,7 +153,7 @@ def build_report_assets(
         "regressions against the baselines, synthetic data volumes, open risks.",
     )
     def weekly_report(context: dg.AssetExecutionContext) -> Artifact:
-        from sv_dagster.core.gate import regression_gate
+        from sv_dagster.core.evals.gate import regression_gate
 
         latest, previous = _latest_and_previous(eval_records(context.instance, read))
         gates = {(r.env, r.model): regression_gate(r.run_dir, outputs_root()).metadata() for r in latest}

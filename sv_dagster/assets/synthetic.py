@@ -17,9 +17,9 @@ import dagster as dg
 from pydantic import Field
 
 from sv_dagster.assets.recipe import Artifact, provenance_asset
+from sv_dagster.core.artifacts.paths import outputs_root
+from sv_dagster.core.data.synthetic.review import ReviewError
 from sv_dagster.core.envs import ENVS, EnvSpec
-from sv_dagster.core.paths import outputs_root
-from sv_dagster.core.synthetic.review import ReviewError
 from sv_dagster.instance.synthetic import (
     CHECK_NAME,
     check_outcome,
@@ -94,7 +94,7 @@ def synthetic_deps(env: EnvSpec, failure_keys: list[dg.AssetKey]) -> list[dg.Ass
 def _upstream(context: dg.AssetExecutionContext, env: EnvSpec, deps: list[dg.AssetKey]):
     """Seed locations from the instance (the latest materialization of each dependency;
     the same partition for another synthetic batch), and what was read, for provenance."""
-    from sv_dagster.core.synthetic import Upstream
+    from sv_dagster.core.data.synthetic import Upstream
 
     upstream, consumed = Upstream(), {}
     for key in deps:
@@ -133,8 +133,8 @@ def build_synthetic_asset(env: EnvSpec, failure_keys: list[dg.AssetKey] | None =
         "(check `spot_check`).",
     )
     def synthetic_batch(context: dg.AssetExecutionContext, config: SyntheticConfig, models: ModelRegistry) -> Artifact:
-        from sv_dagster.core.synthetic import BatchSpec, build_batch, derive_seed, is_sample
-        from sv_dagster.core.synthetic.sampling import resolve_models
+        from sv_dagster.core.data.synthetic import BatchSpec, build_batch, derive_seed, is_sample
+        from sv_dagster.core.data.synthetic.sampling import resolve_models
 
         # A bad config fails here, before any work: unknown or embedded seed models, bad temperatures.
         seed_models = resolve_models(config.seed_models, models.specs(), config.temperatures)

@@ -8,8 +8,8 @@ from pydantic import Field
 
 from sv_dagster.assets.common import artifact_dir, write_json
 from sv_dagster.assets.recipe import Artifact, provenance_asset
+from sv_dagster.core.artifacts.paths import outputs_root
 from sv_dagster.core.envs import EnvSpec, counterpart_pairs, pair_key, pair_label
-from sv_dagster.core.paths import outputs_root
 from sv_dagster.resources import ModelRegistry
 
 
@@ -73,7 +73,7 @@ def _play(
     attack: EnvSpec,
     defense: EnvSpec,
 ) -> Artifact:
-    from sv_dagster.core.tournament import plot_success_curve, run_tournament
+    from sv_dagster.core.evals.tournament import plot_success_curve, run_tournament
 
     out = artifact_dir(context, "tournaments")
     attacker, defender = models.spec(config.attacker_model), models.spec(config.defender_model)

@@ -19,8 +19,8 @@ from pydantic import Field
 
 from sv_dagster.assets.common import write_json
 from sv_dagster.assets.recipe import Artifact, provenance_asset, upstream_data_versions
+from sv_dagster.core.artifacts.paths import outputs_root
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.paths import outputs_root
 from sv_dagster.instance import DATA_VERSION_TAG
 from sv_dagster.resources import ExperimentTracking, PipesLauncher
 from sv_dagster.training import catalog

@@ -10,12 +10,12 @@ import dagster as dg
 from sv_dagster.assets.common import write_json
 from sv_dagster.assets.evals import eval_asset_key
 from sv_dagster.assets.recipe import Artifact, provenance_asset
+from sv_dagster.core.artifacts.paths import outputs_root
+from sv_dagster.core.artifacts.redaction import write_redacted
 from sv_dagster.core.envs import EnvSpec
-from sv_dagster.core.paths import outputs_root
-from sv_dagster.core.redaction import write_redacted
-from sv_dagster.core.registry import ModelSpec
-from sv_dagster.core.runner import read_results
-from sv_dagster.core.triage import triage, triage_markdown
+from sv_dagster.core.evals.runner import read_results
+from sv_dagster.core.evals.triage import triage, triage_markdown
+from sv_dagster.core.models.registry import ModelSpec
 
 
 def triage_asset_key(env: EnvSpec, model: ModelSpec) -> dg.AssetKey:

@@ -15,8 +15,6 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sv_dagster.core.safety import safety_summary
-from sv_dagster.core.summary import classification_summary, rate_summary
 from sv_shared.environment import ENTRY_POINT_GROUP, Environment
 
 if TYPE_CHECKING:
@@ -34,20 +32,6 @@ class EnvSpec(Environment):
     @classmethod
     def of(cls, environment: Environment) -> EnvSpec:
         return cls(**{f.name: getattr(environment, f.name) for f in fields(Environment)})
-
-    def summarize(self, rows: list[dict[str, Any]], settings: Any) -> dict[str, Any]:
-        """Classification metrics for a labelling environment, else the mean reward and
-        the environment's rates; then its own extra keys, and the safety judge's measured
-        agreement where its reward settings name a classifier."""
-        if self.positive_label:
-            summary = classification_summary(rows, settings)
-        else:
-            summary = rate_summary(rows, self.rates)
-        if self.summary_extra is not None:
-            summary.update(self.summary_extra(rows, summary))
-        if getattr(settings, "classifier", None) is not None:
-            summary.update(safety_summary(rows, settings))
-        return summary
 
     @property
     def package(self) -> Any:

@@ -10,7 +10,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from sv_dagster.core.registry import ModelSpec
+from sv_dagster.core.models.registry import ModelSpec
 
 
 class EvalRequestError(ValueError):

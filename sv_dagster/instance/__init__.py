@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sv_dagster.core.paths import localize_artifact_paths
+from sv_dagster.core.artifacts.paths import localize_artifact_paths
 
 DATA_VERSION_TAG = "dagster/data_version"
 """The tag of a materialization's event that holds its data version (the content hash we set)."""

@@ -395,8 +395,8 @@ def lineage_from_json(data: Mapping[str, Any]) -> LineageNode:
 
 def report_row_asset(report: Path, line: int) -> tuple[str, str, str]:
     """(asset key, run id prefix, data version prefix) of the table row at `line` of a
-    report written by `sv_dagster.core.reports`."""
-    from sv_dagster.core.audit import AuditError, report_file, table_rows
+    report written by `sv_dagster.core.reporting.reports`."""
+    from sv_dagster.core.reporting.audit import AuditError, report_file, table_rows
 
     try:
         path = report_file(report)

@@ -10,7 +10,7 @@ from typing import Any
 
 import dagster as dg
 
-from sv_dagster.core.synthetic.review import (
+from sv_dagster.core.data.synthetic.review import (
     Decision,
     ReviewError,
     ReviewStatus,

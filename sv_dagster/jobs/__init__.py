@@ -23,7 +23,7 @@ from sv_dagster.assets.evals import eval_asset_key, rescore_asset_key
 from sv_dagster.assets.tournament import tournament_keys
 from sv_dagster.assets.triage import triage_asset_key
 from sv_dagster.core.envs import EnvSpec, counterpart_pairs, pair_key, pair_label
-from sv_dagster.core.registry import ModelSpec
+from sv_dagster.core.models.registry import ModelSpec
 
 QUICK_SWEEP_N = 10
 STANDARD_SEED = 42

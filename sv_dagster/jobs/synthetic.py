@@ -16,8 +16,7 @@ from pathlib import Path
 import dagster as dg
 
 from sv_dagster.assets.synthetic import SYNTHETIC_PARTITIONS, build_spot_check, synthetic_keys
-from sv_dagster.core.envs import ENVS
-from sv_dagster.core.synthetic.review import (
+from sv_dagster.core.data.synthetic.review import (
     Decision,
     ReviewError,
     ReviewStatus,
@@ -25,6 +24,7 @@ from sv_dagster.core.synthetic.review import (
     record_decision,
     review_status,
 )
+from sv_dagster.core.envs import ENVS
 from sv_dagster.instance.synthetic import CHECK_NAME, latest_batch, observe_decision, record_version, synthetic_key
 from sv_dagster.runs import owner_tags
 
@@ -158,6 +158,6 @@ def main_review(env: str, partition: str, reviewer: str, verdict: str, rows: Seq
 
 
 def _shown(path: Path) -> Path:
-    from sv_dagster.core.paths import PROJECT_ROOT
+    from sv_dagster.core.artifacts.paths import PROJECT_ROOT
 
     return path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path

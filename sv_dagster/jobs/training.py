@@ -18,7 +18,7 @@ import dagster as dg
 from sv_dagster.assets.evals import eval_asset_key
 from sv_dagster.assets.triage import triage_asset_key
 from sv_dagster.core.envs import ENVS, pair_key, pair_label
-from sv_dagster.core.registry import ModelSpec
+from sv_dagster.core.models.registry import ModelSpec
 from sv_dagster.training import catalog
 
 

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 import dagster as dg
 
-from sv_dagster.core.registry import ModelSpec, registry_path
+from sv_dagster.core.models.registry import ModelSpec, registry_path
 from sv_dagster.training.catalog import load_models
 
 if TYPE_CHECKING:
-    from sv_dagster.core.completion import Backend
+    from sv_dagster.core.models.completion import Backend
 
 
 class ModelRegistry(dg.ConfigurableResource):
@@ -34,7 +34,7 @@ class ModelRegistry(dg.ConfigurableResource):
 
     def backend(self, name: str, env_id: str, checkpoint: str | Path | None = None) -> Backend:
         """`checkpoint`: the folder a trained (`local`) model's weights come from."""
-        from sv_dagster.core.backends import make_backend  # the openai client: ~1 s to import
+        from sv_dagster.core.models.backends import make_backend  # the openai client: ~1 s to import
 
         return make_backend(self.spec(name), env_id, checkpoint)
 
@@ -60,7 +60,7 @@ class ExperimentTracking(dg.ConfigurableResource):
 
     def settings(self, run_name: str) -> dict[str, str]:
         """What the training process is told (never the key: it reads that from its environment)."""
-        from sv_dagster.core.paths import outputs_root
+        from sv_dagster.core.artifacts.paths import outputs_root
 
         mode = self.resolved_mode()
         if mode == "online":

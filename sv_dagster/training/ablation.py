@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from sv_dagster.core.gate import CORE_METRICS
-from sv_dagster.core.stats import paired_compare
+from sv_dagster.core.evals.gate import CORE_METRICS
+from sv_dagster.core.evals.stats import paired_compare
 from sv_dagster.training.config import TrainingConfig
 
 

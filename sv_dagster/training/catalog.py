@@ -15,7 +15,7 @@ from functools import cache
 from pathlib import Path
 
 from sv_dagster.core.envs import ENVS, EnvSpec, counterpart_pairs, pair_label
-from sv_dagster.core.registry import ModelSpec, Sampling, load_registry
+from sv_dagster.core.models.registry import ModelSpec, Sampling, load_registry
 from sv_dagster.training.config import TRAINING_DIR, TrainingConfig, TrainingConfigError, load_training_config
 
 ENV_STAGES = ("base", "sft", "rlft_stage1")

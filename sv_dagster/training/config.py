@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from sv_dagster.core.paths import CONFIGS_DIR
-from sv_dagster.core.yamlfile import read_yaml_mapping
+from sv_dagster.core.artifacts.paths import CONFIGS_DIR
+from sv_dagster.core.artifacts.yamlfile import read_yaml_mapping
 
 TRAINING_DIR = CONFIGS_DIR / "training"
 PROFILES_DIR = TRAINING_DIR / "profiles"

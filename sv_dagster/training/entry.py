@@ -20,7 +20,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 def main(argv: list[str] | None = None) -> int:
     from dagster_pipes import PipesEnvVarParamsLoader, open_dagster_pipes
 
-    from sv_dagster.core.progress import StepProgress
+    from sv_dagster.core.evals.progress import StepProgress
     from sv_dagster.training.stages import StageSpec, run_stage
 
     argv = sys.argv[1:] if argv is None else argv

@@ -8,10 +8,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sv_dagster.core.backends import make_backend
 from sv_dagster.core.envs import EnvSpec
-from sv_dagster.core.evaluation import EvalRun, evaluate
-from sv_dagster.core.registry import ModelSpec
+from sv_dagster.core.evals.evaluation import EvalRun, evaluate
+from sv_dagster.core.models.backends import make_backend
+from sv_dagster.core.models.registry import ModelSpec
 from sv_dagster.training.catalog import CHECKPOINT_CONCURRENCY, checkpoint_spec
 
 RULE_COUNTERPART = ModelSpec(name="heuristic", backend="heuristic", model="rules-v1")

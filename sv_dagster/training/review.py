@@ -22,9 +22,9 @@ from typing import Any
 
 import yaml
 
+from sv_dagster.core.artifacts.paths import CONFIGS_DIR
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.paths import CONFIGS_DIR
-from sv_dagster.core.registry import ModelSpec, Sampling
+from sv_dagster.core.models.registry import ModelSpec, Sampling
 
 REVIEW_CONFIG = CONFIGS_DIR / "safety" / "review.yaml"
 
@@ -154,7 +154,7 @@ def review_checkpoint(
     name: str = "checkpoint",
 ) -> ReviewReport:
     """Run the three scanners against the checkpoint folder and decide."""
-    from sv_dagster.core.local_backend import LocalTransformersBackend
+    from sv_dagster.core.models.local_backend import LocalTransformersBackend
     from sv_shared.redteam import make_classifier
 
     config = config or load_review_config()

@@ -93,7 +93,7 @@ class EnvRewardAdapter:
     async def score_one(
         self, env_short: str, task_key: str, completion: str, turns_before: list[dict[str, Any]] | None
     ) -> dict[str, Any]:
-        from sv_dagster.core.runner import is_dialogue, score_completion
+        from sv_dagster.core.evals.runner import is_dialogue, score_completion
         from sv_shared.sft import chat_messages
 
         task = self.tasks.get((env_short, task_key))

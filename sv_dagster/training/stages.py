@@ -367,8 +367,8 @@ def _counterpart(checkpoint: str | None):
     """A trained defender as E5's target: an async chat function over the local backend."""
     if checkpoint is None:
         return None
-    from sv_dagster.core.local_backend import LocalTransformersBackend
-    from sv_dagster.core.registry import ModelSpec, Sampling
+    from sv_dagster.core.models.local_backend import LocalTransformersBackend
+    from sv_dagster.core.models.registry import ModelSpec, Sampling
 
     backend = LocalTransformersBackend(
         ModelSpec(

@@ -63,10 +63,10 @@ def test_demo_prints_metrics_and_artifact_paths(isolated: Path):
 
 def test_rescore_command_writes_a_new_folder(isolated: Path, capsys):
     from sv_dagster.cli import main
-    from sv_dagster.core.backends import make_backend
     from sv_dagster.core.envs import ENVS
-    from sv_dagster.core.evaluation import evaluate
-    from sv_dagster.core.registry import load_registry
+    from sv_dagster.core.evals.evaluation import evaluate
+    from sv_dagster.core.models.backends import make_backend
+    from sv_dagster.core.models.registry import load_registry
 
     heuristic = load_registry()["heuristic"]
     run = evaluate(

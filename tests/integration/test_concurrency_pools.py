@@ -12,7 +12,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from sv_dagster.core.registry import load_registry
+from sv_dagster.core.models.registry import load_registry
 from sv_env_network_logs import heuristic_reply
 from tests.conftest import REPO_ROOT
 from tests.support.openai_server import LoopbackOpenAIServer

@@ -9,7 +9,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from sv_dagster.core.runner import read_results
+from sv_dagster.core.evals.runner import read_results
 from sv_dagster.definitions import build_definitions
 
 E1_CORPORA = ["corpus/iot23", "corpus/cicids2017", "corpus/unsw_nb15"]  # configs/sources.yaml's E1 sources

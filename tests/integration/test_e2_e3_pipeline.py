@@ -14,7 +14,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from sv_dagster.core.runner import read_results
+from sv_dagster.core.evals.runner import read_results
 from sv_dagster.definitions import build_definitions
 from tests.conftest import REPO_ROOT
 from tests.integration.test_e1_pipeline import latest, materialize
@@ -107,10 +107,10 @@ def test_dagster_job_execute_as_written(isolated: Path, env: str):
 def test_unscannable_configs_are_recorded_unscored_and_the_run_goes_on(isolated: Path):
     """Binary garbage, a YAML alias bomb and invalid HCL beside a normal file: each bad one is
     an unscored example naming the file and the reason (never "clean"); the good one scores."""
-    from sv_dagster.core.backends import make_backend
     from sv_dagster.core.envs import ENVS
-    from sv_dagster.core.evaluation import evaluate
-    from sv_dagster.core.registry import ModelSpec
+    from sv_dagster.core.evals.evaluation import evaluate
+    from sv_dagster.core.models.backends import make_backend
+    from sv_dagster.core.models.registry import ModelSpec
 
     levels = ["a: &a [x, x, x, x, x, x, x, x, x, x]"] + [
         f"{chr(98 + i)}: &{chr(98 + i)} [" + ", ".join([f"*{chr(97 + i)}"] * 10) + "]" for i in range(8)

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.core.backends import CompletionFailed, OpenAICompatibleBackend
-from sv_dagster.core.cache import ResponseCache
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.evaluation import evaluate
-from sv_dagster.core.registry import ModelSpec, Sampling
-from sv_dagster.core.runner import read_results
+from sv_dagster.core.evals.evaluation import evaluate
+from sv_dagster.core.evals.runner import read_results
+from sv_dagster.core.models.backends import CompletionFailed, OpenAICompatibleBackend
+from sv_dagster.core.models.cache import ResponseCache
+from sv_dagster.core.models.registry import ModelSpec, Sampling
 from sv_shared.sft import chat_messages
 from tests.support.openai_server import FAULTS, LoopbackOpenAIServer
 

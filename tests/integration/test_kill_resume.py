@@ -15,7 +15,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from sv_dagster.core.runner import read_results
+from sv_dagster.core.evals.runner import read_results
 from sv_dagster.runs import OWNER_PID, owner_alive, owner_tags, reap_dead_runs
 from tests.conftest import REPO_ROOT
 from tests.support.openai_server import LoopbackOpenAIServer

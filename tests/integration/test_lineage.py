@@ -194,7 +194,7 @@ def test_a_report_row_traces_to_the_eval_that_fed_it_after_the_eval_is_run_again
     """The scoreboard's row names its run; after a re-run on a new split, the row still
     traces to the old eval and the dataset version it consumed, and still audits clean."""
     from sv_dagster.cli import main
-    from sv_dagster.core.audit import table_rows
+    from sv_dagster.core.reporting.audit import table_rows
 
     instance = dg.DagsterInstance.get()
     defs = build_definitions()

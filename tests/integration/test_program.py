@@ -132,7 +132,7 @@ def test_weekly_sweep_nightly_and_monthly_jobs_run_offline(defs, isolated: Path)
     board = json.loads((isolated / "outputs" / "reports" / "scoreboard" / "e1.json").read_text())
     assert board["rows"][0]["model"] == "heuristic" and board["rows"][0]["n_examples"] == 56
     # Every sourced row of the program's reports renders again from the files it cites.
-    from sv_dagster.core.audit import audit_report
+    from sv_dagster.core.reporting.audit import audit_report
 
     weekly_path = isolated / "outputs" / "reports" / "weekly" / f"{week[0]}-W{week[1]:02d}.md"
     for path in (month_dir / "report.md", weekly_path, isolated / "outputs" / "reports" / "scoreboard" / "e1.md"):

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.core.backends import make_backend
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.evaluation import evaluate
-from sv_dagster.core.registry import ModelSpec
-from sv_dagster.core.runner import read_results
+from sv_dagster.core.evals.evaluation import evaluate
+from sv_dagster.core.evals.runner import read_results
+from sv_dagster.core.models.backends import make_backend
+from sv_dagster.core.models.registry import ModelSpec
 from tests.conftest import REPO_ROOT
 from tests.support.openai_server import LoopbackOpenAIServer
 
@@ -73,7 +73,7 @@ def test_a_registry_model_over_http_plays_the_target(tmp_path: Path):
 def test_rescoring_a_stored_transcript_keeps_withheld_text_unsafe(tmp_path: Path):
     """The stored rows hold markers where the unsafe replies were; scoring them again with
     the current verifier gives the same successes (a marker is judged unsafe)."""
-    from sv_dagster.core.evaluation import rescore
+    from sv_dagster.core.evals.evaluation import rescore
 
     run = _eval("e5", tmp_path)
     assert run.summary["withheld_texts"] > 0 and run.summary["attack_success_rate"] > 0
@@ -190,7 +190,7 @@ def _unsafe_texts_of_the_demo_models(scratch: Path) -> set[str]:
     (the models and data are deterministic): played again outside the scanned folders."""
     import asyncio
 
-    from sv_dagster.core.runner import run_eval
+    from sv_dagster.core.evals.runner import run_eval
 
     seen: set[str] = set()
     for short in ("e6", "e5"):

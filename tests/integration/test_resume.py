@@ -12,11 +12,11 @@ from pathlib import Path
 
 import dagster as dg
 
-from sv_dagster.core.backends import OpenAICompatibleBackend
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.evaluation import evaluate
-from sv_dagster.core.registry import ModelSpec
-from sv_dagster.core.runner import compact_results, read_results
+from sv_dagster.core.evals.evaluation import evaluate
+from sv_dagster.core.evals.runner import compact_results, read_results
+from sv_dagster.core.models.backends import OpenAICompatibleBackend
+from sv_dagster.core.models.registry import ModelSpec
 from sv_dagster.definitions import build_definitions
 from sv_env_network_logs import heuristic_reply
 from tests.conftest import REPO_ROOT
@@ -29,10 +29,10 @@ N = 60  # the bundled E1 sample
 CHILD = """
 import sys
 from pathlib import Path
-from sv_dagster.core.backends import OpenAICompatibleBackend
+from sv_dagster.core.models.backends import OpenAICompatibleBackend
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.evaluation import evaluate
-from sv_dagster.core.registry import ModelSpec
+from sv_dagster.core.evals.evaluation import evaluate
+from sv_dagster.core.models.registry import ModelSpec
 spec = ModelSpec(name="loop", backend="openai", model="m", base_url=sys.argv[1])
 evaluate(ENVS["e1"], spec, OpenAICompatibleBackend(spec), dataset_path=None,
          outputs_root=Path(sys.argv[2]), run_id="killed", concurrency=4)
@@ -130,7 +130,7 @@ def test_a_results_path_that_is_not_a_regular_file_is_refused(tmp_path: Path):
 
     import pytest
 
-    from sv_dagster.core.runner import run_eval
+    from sv_dagster.core.evals.runner import run_eval
 
     with pytest.raises(ValueError, match="not a regular file"):
         asyncio.run(run_eval([], None, Path(os.devnull)))

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.core.backends import make_backend
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.evaluation import evaluate
-from sv_dagster.core.registry import ModelSpec
+from sv_dagster.core.evals.evaluation import evaluate
+from sv_dagster.core.models.backends import make_backend
+from sv_dagster.core.models.registry import ModelSpec
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "env_rewards.json"
 RECORD = os.environ.get("SV_RECORD_REWARDS") == "1"

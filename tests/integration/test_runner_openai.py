@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.core.backends import BackendConfigError, BackendUnavailable, OpenAICompatibleBackend
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.evaluation import evaluate
-from sv_dagster.core.registry import ModelSpec, Sampling
-from sv_dagster.core.runner import read_results
+from sv_dagster.core.evals.evaluation import evaluate
+from sv_dagster.core.evals.runner import read_results
+from sv_dagster.core.models.backends import BackendConfigError, BackendUnavailable, OpenAICompatibleBackend
+from sv_dagster.core.models.registry import ModelSpec, Sampling
 from sv_env_network_logs import heuristic_reply
 from tests.support.openai_server import LoopbackOpenAIServer
 
@@ -154,7 +154,7 @@ def test_a_scoring_failure_is_recorded_and_the_run_goes_on(tmp_path: Path, monke
 
 
 def test_response_cache_answers_a_repeated_run_without_calls(tmp_path: Path):
-    from sv_dagster.core.cache import ResponseCache
+    from sv_dagster.core.models.cache import ResponseCache
 
     cache = ResponseCache(tmp_path / "cache.sqlite3")
     with LoopbackOpenAIServer(prose_reply) as server:
@@ -179,7 +179,7 @@ def test_response_cache_answers_a_repeated_run_without_calls(tmp_path: Path):
 
 
 def test_rescore_uses_stored_completions_and_the_new_reward_config(tmp_path: Path):
-    from sv_dagster.core.evaluation import rescore
+    from sv_dagster.core.evals.evaluation import rescore
 
     with LoopbackOpenAIServer(prose_reply) as server:
         model = spec(server)
@@ -207,8 +207,8 @@ def test_rescore_uses_stored_completions_and_the_new_reward_config(tmp_path: Pat
 
 
 def test_cost_per_example_from_the_price_table(tmp_path: Path):
-    from sv_dagster.core.cache import ResponseCache
-    from sv_dagster.core.pricing import load_price_table
+    from sv_dagster.core.models.cache import ResponseCache
+    from sv_dagster.core.models.pricing import load_price_table
 
     prices = load_price_table()
     cache = ResponseCache(tmp_path / "cache.sqlite3")

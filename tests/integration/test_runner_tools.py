@@ -11,9 +11,9 @@ from typing import Any
 
 import verifiers.v1 as vf
 
-from sv_dagster.core.backends import OpenAICompatibleBackend
-from sv_dagster.core.registry import ModelSpec, Sampling
-from sv_dagster.core.runner import read_results, run_eval
+from sv_dagster.core.evals.runner import read_results, run_eval
+from sv_dagster.core.models.backends import OpenAICompatibleBackend
+from sv_dagster.core.models.registry import ModelSpec, Sampling
 from tests.support.openai_server import LoopbackOpenAIServer
 
 SECRET = "7319"

@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sv_dagster.core.registry import load_registry
+from sv_dagster.core.models.registry import load_registry
 from tests.conftest import REPO_ROOT
 from tests.support.openai_server import LoopbackOpenAIServer
 

@@ -31,9 +31,9 @@ PROBE = f"""
 import asyncio
 import json
 import dagster as dg
-from sv_dagster.core.corpora import load_sources
+from sv_dagster.core.data.corpora import load_sources
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.runner import score_completion
+from sv_dagster.core.evals.runner import score_completion
 from sv_dagster.definitions import build_definitions
 from sv_dagster.training.sft_data import build_examples
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.core.backends import OpenAICompatibleBackend
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.evaluation import evaluate
-from sv_dagster.core.registry import ModelSpec
-from sv_dagster.core.runner import read_results
+from sv_dagster.core.evals.evaluation import evaluate
+from sv_dagster.core.evals.runner import read_results
+from sv_dagster.core.models.backends import OpenAICompatibleBackend
+from sv_dagster.core.models.registry import ModelSpec
 from sv_env_network_logs import heuristic_reply
 from tests.conftest import REPO_ROOT
 from tests.support.openai_server import LoopbackOpenAIServer

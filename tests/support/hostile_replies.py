@@ -358,7 +358,7 @@ def scoring_input(task: Any, reply: str, corpus: HostileReplies) -> tuple[str, l
     """(completion, turns) as the runner stores them. A dialogue's assistant turns are the
     hostile reply and damaged copies of it; the other side is hostile text too (E5's target
     model) or the task's own script (E6's user)."""
-    from sv_dagster.core.runner import is_dialogue
+    from sv_dagster.core.evals.runner import is_dialogue
 
     if not is_dialogue(task):
         return reply, None
@@ -424,8 +424,8 @@ def fuzz_scoring(env_short: str, n: int) -> FuzzReport:
     the sandboxed pytest of a diff that applies (E3) or a tool process re-scanning a
     patched file (E2); those run in other processes, on purpose, for real answers."""
     from sv_dagster.core.envs import ENVS
-    from sv_dagster.core.runner import score_row
-    from sv_dagster.core.triage import is_refusal
+    from sv_dagster.core.evals.runner import score_row
+    from sv_dagster.core.evals.triage import is_refusal
 
     env = ENVS[env_short]
     tasks = env.load_tasks(None, None)

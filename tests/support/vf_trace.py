@@ -1,5 +1,5 @@
 """Read `vf-eval`'s traces.jsonl (see docs/vf-eval.md). The in-process counterpart,
-a reply turned into a trace and scored, is `sv_dagster.core.traces.completion_trace`."""
+a reply turned into a trace and scored, is `sv_dagster.core.evals.traces.completion_trace`."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from sv_dagster.core.corpora import (
+from sv_dagster.core.data.corpora import (
     CorpusError,
     SourceRegistryError,
     load_corpus,
@@ -25,10 +25,10 @@ from sv_dagster.core.corpora import (
     sources_for,
     sources_path,
 )
-from sv_dagster.core.corpora.build import CorpusInput, build_dataset
-from sv_dagster.core.corpora.curate import curate_items
-from sv_dagster.core.corpora.normalize import normalise
-from sv_dagster.core.corpora.schemas import row_schemas
+from sv_dagster.core.data.corpora.build import CorpusInput, build_dataset
+from sv_dagster.core.data.corpora.curate import curate_items
+from sv_dagster.core.data.corpora.normalize import normalise
+from sv_dagster.core.data.corpora.schemas import row_schemas
 from sv_shared.corpora import normalized_hash
 from tests.conftest import REPO_ROOT
 

@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sv_dagster.core.corpora import CorpusError, load_source, load_sources
-from sv_dagster.core.corpora.normalize import normalise
+from sv_dagster.core.data.corpora import CorpusError, load_source, load_sources
+from sv_dagster.core.data.corpora.normalize import normalise
 from sv_env_network_logs.flow_curation import FlowPart, render_questions
 from sv_env_network_logs.flow_curation import curate_flows as curate_e1
 from sv_env_network_logs.flows import FLOW_FIELD_NAMES, render_flow_question
@@ -147,7 +147,7 @@ def test_local_copy_in_parquet_is_used_without_code_change(tmp_path: Path, monke
     monkeypatch.setenv("SV_IOT23_SOURCE", str(path))  # the variable E1 always read still works
     loaded, info = load_iot23("sample")  # an explicit value wins over the variable...
     assert info.sample is True
-    from sv_dagster.core.corpora import resolve_location
+    from sv_dagster.core.data.corpora import resolve_location
 
     assert resolve_location(load_sources()["iot23"]).paths == {"train": str(path)}  # ...else the variable
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.core.runner import score_completion
+from sv_dagster.core.evals.runner import score_completion
 from sv_env_network_logs import (
     NetworkLogsTaskset,
     NetworkLogsTasksetConfig,

@@ -14,7 +14,7 @@ import verifiers.v1 as vf
 from verifiers.v1.graph import MessageNode
 from verifiers.v1.trace import AgentInfo, TraceTask
 
-from sv_dagster.core.traces import completion_trace
+from sv_dagster.core.evals.traces import completion_trace
 from sv_env_config_verification import (
     ConfigVerificationTaskset,
     ConfigVerificationTasksetConfig,

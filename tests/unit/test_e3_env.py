@@ -9,7 +9,7 @@ import json
 import pytest
 
 import sv_env_code_vulnerability as e3
-from sv_dagster.core.traces import completion_trace
+from sv_dagster.core.evals.traces import completion_trace
 from sv_env_code_vulnerability.config import REWARD_NAMES
 from sv_env_code_vulnerability.verify import VERIFICATIONS, verify, verify_many
 

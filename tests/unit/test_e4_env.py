@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.core.traces import completion_trace
+from sv_dagster.core.evals.traces import completion_trace
 from sv_env_phishing_detection import (
     PhishingTaskset,
     PhishingTasksetConfig,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import verifiers.v1 as vf
 
-from sv_dagster.core.runner import score_completion
+from sv_dagster.core.evals.runner import score_completion
 from sv_env_phishing_detection import (
     PhishingTaskConfig,
     PhishingTaskset,

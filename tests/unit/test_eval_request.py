@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sv_dagster.core.eval_request import EvalRequestError, check_limit, check_models, check_split, parse_n, split_sizes
-from sv_dagster.core.registry import ModelSpec
+from sv_dagster.core.models.registry import ModelSpec
 
 REGISTRY = {
     "heuristic": ModelSpec(name="heuristic", backend="heuristic", model="heuristic"),

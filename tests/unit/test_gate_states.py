@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sv_dagster.core.gate import FAIL, NO_BASELINE, PASS, record_baseline, regression_gate
+from sv_dagster.core.evals.gate import FAIL, NO_BASELINE, PASS, record_baseline, regression_gate
 
 
 def eval_folder(path: Path, run_id: str, split: str, answers: dict[str, str]) -> Path:
@@ -59,7 +59,7 @@ def test_no_baseline_same_split_and_shared_examples(tmp_path: Path):
 
 
 def test_the_weekly_report_lists_evals_without_a_baseline_apart_from_passes():
-    from sv_dagster.core.reports import weekly_markdown
+    from sv_dagster.core.reporting.reports import weekly_markdown
 
     gates = {
         ("e1", "heuristic"): {"state": PASS, "failures": []},

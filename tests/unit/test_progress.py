@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from sv_dagster.core.progress import EvalProgress, Progress, StepProgress, format_duration
+from sv_dagster.core.evals.progress import EvalProgress, Progress, StepProgress, format_duration
 
 
 class Clock:

@@ -8,15 +8,15 @@ from pathlib import Path
 import dagster as dg
 
 from sv_dagster.assets.recipe import Artifact, provenance_asset
-from sv_dagster.core.provenance import (
+from sv_dagster.core.artifacts.provenance import (
     build_provenance,
     config_hash,
     content_hash,
     git_state,
     provenance_path,
 )
-from sv_dagster.core.redaction import REDACTED, redact, secret_values
-from sv_dagster.core.storage import PROVENANCE_FILE
+from sv_dagster.core.artifacts.redaction import REDACTED, redact, secret_values
+from sv_dagster.core.artifacts.storage import PROVENANCE_FILE
 
 
 def write_tree(root: Path, files: dict[str, str]) -> Path:

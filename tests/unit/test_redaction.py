@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from sv_dagster.core.redaction import (
+from sv_dagster.core.artifacts.redaction import (
     REDACTED,
     RedactingLogRecords,
     install_log_redaction,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.core.runner import score_completion
+from sv_dagster.core.evals.runner import score_completion
 from sv_shared.redteam import Judge, jaccard, minhash, minhash_similarity, withhold_row
 from sv_shared.rewardconfig import RewardConfigError
 from sv_shared.safety import RuleSafetyClassifier, SafetyVerdict, parse_withheld_marker, text_hash

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.core.registry import RegistryError, load_registry
+from sv_dagster.core.models.registry import RegistryError, load_registry
 
 
 def registry(tmp_path: Path, text: str) -> Path:
@@ -56,7 +56,7 @@ def test_missing_registry_file(tmp_path: Path):
 
 
 def test_price_table_validation(tmp_path: Path):
-    from sv_dagster.core.pricing import PriceTableError, load_price_table
+    from sv_dagster.core.models.pricing import PriceTableError, load_price_table
 
     table = load_price_table()
     assert table.cost("gpt-5", {"prompt_tokens": 1_000_000, "completion_tokens": 100_000}) == pytest.approx(2.25)

@@ -12,9 +12,9 @@ from pathlib import Path
 import matplotlib
 import pytest
 
-from sv_dagster.core.audit import audit_report, main_audit, table_rows
-from sv_dagster.core.provenance import content_hash
-from sv_dagster.core.reports import (
+from sv_dagster.core.artifacts.provenance import content_hash
+from sv_dagster.core.reporting.audit import audit_report, main_audit, table_rows
+from sv_dagster.core.reporting.reports import (
     EvalRecord,
     TournamentRecord,
     TrainingRecord,

@@ -13,7 +13,7 @@ import random
 import pytest
 
 import sv_env_code_vulnerability as e3
-from sv_dagster.core.traces import completion_trace
+from sv_dagster.core.evals.traces import completion_trace
 from sv_env_config_verification import PatchError, apply_patch, bundled_examples
 from sv_shared.parsing import MAX_JSON_DEPTH, extract_json_object, json_nested_deeper_than
 

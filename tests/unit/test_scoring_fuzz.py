@@ -25,7 +25,7 @@ import pytest
 
 import sv_env_network_logs.taskset as e1_taskset
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.runner import score_row
+from sv_dagster.core.evals.runner import score_row
 from sv_env_code_vulnerability import parse_completion as parse_e3
 from sv_env_code_vulnerability.patching import PatchError, apply_patch
 from sv_env_config_verification import parse_completion as parse_e2

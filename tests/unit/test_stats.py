@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sv_dagster.core.stats import (
+from sv_dagster.core.evals.stats import (
     bootstrap_cis,
     example_arrays,
     headline_metrics,

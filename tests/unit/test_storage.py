@@ -13,10 +13,10 @@ import dagster as dg
 import pytest
 
 from sv_dagster.assets.recipe import Artifact, localize_artifact, publish_artifact
-from sv_dagster.core import storage
-from sv_dagster.core.paths import PROJECT_ROOT, outputs_root, outputs_url
-from sv_dagster.core.provenance import content_hash, provenance_path
-from sv_dagster.core.storage import PROVENANCE_FILE
+from sv_dagster.core.artifacts import storage
+from sv_dagster.core.artifacts.paths import PROJECT_ROOT, outputs_root, outputs_url
+from sv_dagster.core.artifacts.provenance import content_hash, provenance_path
+from sv_dagster.core.artifacts.storage import PROVENANCE_FILE
 from sv_dagster.instance import local_artifact_path
 
 

@@ -11,9 +11,9 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from sv_dagster.core.data.synthetic import BatchSpec, accepted_examples
+from sv_dagster.core.data.synthetic.columnar import run_columnar_batch as run_e1_batch
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.synthetic import BatchSpec, accepted_examples
-from sv_dagster.core.synthetic.columnar import run_columnar_batch as run_e1_batch
 from sv_env_network_logs import synthetic as s
 from sv_env_network_logs.baseline import classify_flow
 from sv_env_network_logs.synthetic_batch import seed_flows as e1_seeds

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.core.envs import ENVS
-from sv_dagster.core.synthetic import (
+from sv_dagster.core.data.synthetic import (
     BatchSpec,
     ReviewError,
     Upstream,
@@ -21,6 +20,7 @@ from sv_dagster.core.synthetic import (
     review_status,
     write_accepted,
 )
+from sv_dagster.core.envs import ENVS
 
 
 @pytest.fixture

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.core.completion import BackendUnavailable
-from sv_dagster.core.registry import ModelSpec, load_registry
-from sv_dagster.core.synthetic import BatchSpec, Upstream, build_batch
-from sv_dagster.core.synthetic.sampling import SamplingConfigError, resolve_models
+from sv_dagster.core.data.synthetic import BatchSpec, Upstream, build_batch
+from sv_dagster.core.data.synthetic.sampling import SamplingConfigError, resolve_models
+from sv_dagster.core.models.completion import BackendUnavailable
+from sv_dagster.core.models.registry import ModelSpec, load_registry
 from tests.support.openai_server import LoopbackOpenAIServer
 
 TEMPERATURES = (0.2, 0.9)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from sv_dagster.core.envs import ENVS
-from sv_dagster.core.runner import score_completion
+from sv_dagster.core.evals.runner import score_completion
 from sv_dagster.training.config import CurriculumConfig, TrainingConfigError, load_training_config
 from sv_dagster.training.curriculum import curriculum_rows
 from sv_dagster.training.rewards import EnvRewardAdapter

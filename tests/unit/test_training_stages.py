@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.core.registry import ModelSpec, Sampling
+from sv_dagster.core.models.registry import ModelSpec, Sampling
 from sv_dagster.training.config import load_training_config
 from sv_dagster.training.sft_data import build_examples, write_rows
 from sv_dagster.training.stages import CHECKPOINT_FILE, StageSpec, run_stage
@@ -178,8 +178,8 @@ def test_local_backend_batches_concurrent_requests_and_fails_early_on_a_missing_
 ):
     import asyncio
 
-    from sv_dagster.core.completion import BackendUnavailable
-    from sv_dagster.core.local_backend import LocalTransformersBackend
+    from sv_dagster.core.models.completion import BackendUnavailable
+    from sv_dagster.core.models.local_backend import LocalTransformersBackend
 
     spec_ = ModelSpec(name="tiny", backend="local", model="", sampling=Sampling(temperature=0.0, max_tokens=8))
     backend = LocalTransformersBackend(spec_, base_model)
@@ -269,7 +269,7 @@ def test_lora_adapters_train_and_load_for_evaluation(e1_data, base_model: Path, 
     local backend (and GRPO after it) loads the adapter over its base."""
     import asyncio
 
-    from sv_dagster.core.local_backend import LocalTransformersBackend
+    from sv_dagster.core.models.local_backend import LocalTransformersBackend
 
     config = small_config(
         model={"tiny": SMALL, "lora": {"r": 4, "alpha": 8, "dropout": 0.0, "target_modules": "all-linear"}},

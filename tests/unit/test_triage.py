@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sv_dagster.core.triage import cause_of, triage, triage_markdown
+from sv_dagster.core.evals.triage import cause_of, triage, triage_markdown
 
 
 def row(i, *, answer="Malicious", label=None, confidence=0.5, ok=True, completion="{}", error=None, rewards=None):
@@ -43,7 +43,7 @@ def test_report_counts_and_markdown():
 
 
 def test_dialogue_rows_are_filed_by_what_the_dialogue_did():
-    from sv_dagster.core.triage import cause_of
+    from sv_dagster.core.evals.triage import cause_of
 
     e5 = {"details": {"success": False, "attacker_unsafe": False, "target_verdicts": []}}
     assert cause_of(e5) == "attack_failed"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.core.corpora import load_corpus, resolve_location
-from sv_dagster.core.corpora.build import CorpusInput, build_dataset
-from sv_dagster.core.validation import corpus_suite, dataset_suite, proportion_bounds
+from sv_dagster.core.data.corpora import load_corpus, resolve_location
+from sv_dagster.core.data.corpora.build import CorpusInput, build_dataset
+from sv_dagster.core.data.validation import corpus_suite, dataset_suite, proportion_bounds
 
 pytestmark = pytest.mark.usefixtures("offline_sources")
 

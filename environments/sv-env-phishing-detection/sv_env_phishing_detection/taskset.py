@@ -195,7 +195,7 @@ class PhishingTask(vf.Task[PhishingData, vf.State, PhishingTaskConfig]):
         return {name: getattr(self, "_" + name)(reply) for name in REWARD_NAMES}
 
     def fast_score(self, completion: str | None) -> tuple[dict[str, float], dict[str, float], float] | None:
-        """`sv_dagster.core.runner.score_completion`'s (scores, weights, total) for a
+        """`sv_dagster.core.evals.runner.score_completion`'s (scores, weights, total) for a
         single-turn reply without building a trace or going through verifiers' `task.score`
         (the same rewards, weights, order and sum, so the same numbers). None where the
         config plugs what this shortcut does not model (reward functions of its own,

@@ -1,0 +1,1 @@
+"""Data: corpora and curated datasets, the synthetic pipeline, and the validation suites."""

@@ -1,0 +1,169 @@
+"""dataset/<env> as a plain function: corpora in (each in its own layout), the environment's
+dataset files out, with the curation report the asset shows.
+
+Which rows form the `test` split (`test_source`, among the environment's
+`CorpusSpec.test_sources`, the first by default):
+- "corpora": the corpus rows in the test hash bucket.
+- "bundled": the environment package's own task set, what the demo, `vf-eval` and the
+  regression baselines score. Corpus rows then fill train and dev, and those in the test
+  bucket are written as `corpus_test` (never trained on either way).
+Corpus rows that are not tasks (`CorpusSpec.extra_schemas`) go to files of their own, each
+row tagged with its bucket. An environment with its own `curate` writes its files itself.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from sv_dagster.core.data.corpora.curate import balance_table, curate_items
+from sv_dagster.core.data.corpora.normalize import normalise
+from sv_dagster.core.data.corpora.schemas import corpus_spec
+from sv_dagster.core.envs import ENVS
+from sv_shared.corpora import Curation, Item, Normalised, SourceSpec
+
+
+class DatasetConfigError(ValueError):
+    """A dataset configuration that cannot be built; raised before any work."""
+
+
+@dataclass
+class CorpusInput:
+    spec: SourceSpec
+    frame: pd.DataFrame
+    sample: bool
+    data_version: str | None = None
+
+
+@dataclass
+class DatasetBuild:
+    files: dict[str, Path]
+    report: dict[str, Any]
+    rejects: list[dict[str, Any]] = field(default_factory=list)
+    balance_markdown: str = ""
+
+
+def check_config(env: str, *, dev_frac: float, test_frac: float, test_source: str | None) -> str:
+    choices = corpus_spec(env).test_sources
+    choice = test_source or choices[0]
+    if choice not in choices:
+        raise DatasetConfigError(f"dataset/{env}: test_source must be one of {choices}, got {choice!r}")
+    if dev_frac < 0 or test_frac < 0 or dev_frac + test_frac >= 1:
+        raise DatasetConfigError(f"dataset/{env}: dev_frac + test_frac must be below 1 (got {dev_frac} + {test_frac})")
+    return choice
+
+
+def write_jsonl(path: Path, rows: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as handle:
+        for row in rows:
+            handle.write(json.dumps(row, sort_keys=True, default=str) + "\n")
+
+
+def _bundled_rows(env: str) -> list[dict[str, Any]]:
+    write = ENVS[env].write_bundled_dataset
+    if write is None:
+        raise DatasetConfigError(f"{env}: the environment ships no bundled dataset; choose test_source 'corpora'")
+    with tempfile.TemporaryDirectory(prefix="sv-bundled-") as tmp:
+        path = Path(tmp) / "bundled.jsonl"
+        write(path)
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _curate_items(
+    env: str,
+    parts: list[tuple[SourceSpec, Normalised]],
+    out: Path,
+    *,
+    bundled: list[dict[str, Any]] | None,
+    sample: bool,
+    dev_frac: float,
+    test_frac: float,
+) -> Curation:
+    """The pipeline's curation of `Normalised.items`, written as JSONL."""
+    items: list[Item] = [item for _, result in parts for item in result.items]
+    curated = curate_items(
+        items,
+        bundled_test=bundled,
+        test_schema=corpus_spec(env).schema.name,
+        sample=sample,
+        dev_frac=dev_frac,
+        test_frac=test_frac,
+    )
+    files: dict[str, Path] = {}
+    for name, rows in curated.files.items():
+        if rows:
+            files[name] = out / f"{name}.jsonl"
+            write_jsonl(files[name], rows)
+    return Curation(
+        files,
+        {name: len(rows) for name, rows in curated.files.items()},
+        curated.rejects,
+        curated.label_counts,
+        curated.bucket_counts,
+        **curated.stats,
+    )
+
+
+def build_dataset(
+    env: str,
+    corpora: list[CorpusInput],
+    out: Path,
+    *,
+    dev_frac: float = 0.1,
+    test_frac: float = 0.2,
+    test_source: str | None = None,
+) -> DatasetBuild:
+    """Normalise, de-duplicate, split and write `env`'s dataset under `out`."""
+    choice = check_config(env, dev_frac=dev_frac, test_frac=test_frac, test_source=test_source)
+    rejects: list[dict[str, Any]] = []
+    filtered: dict[str, int] = {}
+    sample_inputs = [c.spec.id for c in corpora if c.sample]
+    sample = bool(sample_inputs) or choice == "bundled"  # the bundled task sets are project-written samples
+    out.mkdir(parents=True, exist_ok=True)
+    parts: list[tuple[SourceSpec, Normalised]] = []
+    for corpus in corpora:
+        result = normalise(corpus.spec, corpus.frame, env)
+        rejects.extend(result.rejects)
+        filtered[corpus.spec.id] = result.n_filtered
+        parts.append((corpus.spec, result))
+    own_curation = corpus_spec(env).curate
+    if own_curation is not None:
+        curation = own_curation(parts, out, sample=sample, dev_frac=dev_frac, test_frac=test_frac)
+    else:
+        bundled = _bundled_rows(env) if choice == "bundled" else None
+        curation = _curate_items(
+            env, parts, out, bundled=bundled, sample=sample, dev_frac=dev_frac, test_frac=test_frac
+        )
+    rejects.extend(curation.rejects)
+    files = dict(curation.files)
+    files["rejects"] = out / "rejects.jsonl"
+    write_jsonl(files["rejects"], rejects)
+    report = {
+        "env": env,
+        "sample": sample,
+        "sample_inputs": sample_inputs + (["bundled task set"] if choice == "bundled" else []),
+        "test_source": choice,
+        "dev_frac": dev_frac,
+        "test_frac": test_frac,
+        "corpora": {
+            c.spec.id: {"sample": c.sample, "rows": len(c.frame), "ood": c.spec.ood, "data_version": c.data_version}
+            for c in corpora
+        },
+        "n_rejected": len(rejects),
+        "n_filtered_by_design": filtered,
+        "n_corpus_rows": curation.n_corpus_rows,
+        "n_duplicates_dropped": curation.n_duplicates_dropped,
+        "n_duplicates_of_test_dropped": curation.n_duplicates_of_test_dropped,
+        "kept_by_source": curation.kept_by_source,
+        "split_sizes": curation.split_sizes,
+        "bucket_counts": curation.bucket_counts,
+        "label_counts": curation.label_counts,
+        "files": {name: path.name for name, path in files.items()},
+    }
+    return DatasetBuild(files, report, rejects, balance_table(curation.label_counts))

@@ -1,0 +1,198 @@
+"""Loading one corpus: the bundled sample, a local copy, a Hugging Face dataset or a URL.
+
+Every failure names the source id and where it looked (file, dataset page or URL); rows that
+cannot be read are recorded with file and line and left out (see `readers`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import numpy as np
+import pandas as pd
+
+from sv_dagster.core.data.corpora.readers import CorpusError, Table, enforce_schema, read_location, strip_column_names
+from sv_dagster.core.data.corpora.registry import Location, SourceSpec
+
+LOADER_VERSION = "sv-corpora/1"
+"""Bump when loading or per-row validation changes what a corpus table holds."""
+DOWNLOAD_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True)
+class CorpusInfo:
+    source_id: str
+    location: str
+    revision: str | None
+    license: str
+    sample: bool
+    loader: str
+    """sample | local | hf | url"""
+    loader_version: str = LOADER_VERSION
+    chosen_by: str = "default"
+    files: tuple[dict[str, Any], ...] = ()
+    """What was read: name, bytes and sha256 of each file or download."""
+
+
+@dataclass
+class LoadedCorpus:
+    frame: pd.DataFrame
+    info: CorpusInfo
+    malformed: list[str] = field(default_factory=list)
+    n_malformed: int = 0
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(DOWNLOAD_CHUNK), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _file_facts(path: Path, name: str) -> dict[str, Any]:
+    if path.is_dir():
+        files = sorted(p for p in path.rglob("*") if p.is_file())
+        digest = hashlib.sha256()
+        for p in files:
+            digest.update(str(p.relative_to(path)).encode() + b"\0" + _sha256_file(p).encode())
+        return {
+            "name": name,
+            "files": len(files),
+            "bytes": sum(p.stat().st_size for p in files),
+            "sha256": digest.hexdigest(),
+        }
+    return {"name": name, "bytes": path.stat().st_size, "sha256": _sha256_file(path)}
+
+
+def download(url: str, cache_dir: Path, *, source_id: str, timeout_s: float = 60.0, expect_html: bool = False) -> Path:
+    """Stream `url` into `cache_dir` (kept: the same URL is not fetched twice). Every error
+    names the source id and the URL."""
+    import httpx
+
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    base = Path(urlsplit(url).path).name or "download"
+    target = cache_dir / f"{hashlib.sha256(url.encode()).hexdigest()[:16]}-{re.sub(r'[^A-Za-z0-9._-]', '_', base)}"
+    if target.is_file():
+        return target
+    partial = target.with_name(target.name + ".part")
+    try:
+        with httpx.stream("GET", url, follow_redirects=True, timeout=httpx.Timeout(timeout_s)) as response:
+            if response.status_code >= 400:
+                raise CorpusError(f"corpus {source_id}: {url} answered HTTP {response.status_code}")
+            content_type = response.headers.get("content-type", "")
+            if "text/html" in content_type and not expect_html:
+                raise CorpusError(
+                    f"corpus {source_id}: {url} returned an HTML page, not the data (a login, registration or "
+                    "confirmation page?); download it by hand and point the source at the file"
+                )
+            with partial.open("wb") as out:
+                for chunk in response.iter_bytes(DOWNLOAD_CHUNK):
+                    out.write(chunk)
+    except httpx.HTTPError as exc:
+        partial.unlink(missing_ok=True)
+        raise CorpusError(f"corpus {source_id}: cannot download {url}: {type(exc).__name__}: {exc}") from exc
+    except CorpusError:
+        partial.unlink(missing_ok=True)
+        raise
+    partial.replace(target)
+    return target
+
+
+def _hf_split(spec: SourceSpec, repo: str, revision: str, split: str, max_rows: int | None) -> pd.DataFrame:
+    import datasets  # heavy: only the online path needs it
+
+    where = f"https://huggingface.co/datasets/{repo}" if not Path(repo).exists() else repo
+    try:
+        data = datasets.load_dataset(
+            repo, name=spec.config, revision=revision, split=split if max_rows is None else f"{split}[:{max_rows}]"
+        )
+    except Exception as exc:  # network, auth, missing revision or split: all name the source and the dataset
+        raise CorpusError(
+            f"corpus {spec.id}: cannot load Hugging Face dataset {repo}@{revision} (config {spec.config}, split {split}) "
+            f"from {where}: {type(exc).__name__}: {str(exc)[:300]}"
+        ) from exc
+    frame = data.to_pandas()
+    frame["_file"] = f"hf://{repo}@{revision}/{split}"
+    frame["_line"] = np.arange(1, len(frame) + 1, dtype=np.int64)
+    frame["_split"] = split
+    return frame
+
+
+def load_corpus(spec: SourceSpec, location: Location, *, cache_dir: Path, max_rows: int | None = None) -> LoadedCorpus:
+    """The rows of one source at `location`, each with `_file`, `_line`, `_split`."""
+    tables: list[Table] = []
+    files: list[dict[str, Any]] = []
+    if location.kind in ("sample", "local"):
+        for split, raw in location.paths.items():
+            path = Path(raw)
+            if not path.exists():
+                raise CorpusError(f"corpus {spec.id}: local copy not found: {path} (from {location.chosen_by})")
+            try:
+                tables.append(
+                    read_location(
+                        path,
+                        split=split,
+                        fmt=spec.format,
+                        members=spec.members,
+                        display=path.name if location.sample else str(path),
+                    )
+                )
+            except CorpusError as exc:
+                raise CorpusError(f"corpus {spec.id}: {exc}") from exc
+            files.append(_file_facts(path, path.name if location.sample else str(path)))
+        revision = "bundled sample" if location.sample else None
+    elif location.kind == "url":
+        for split, url in location.paths.items():
+            path = download(url, cache_dir, source_id=spec.id)
+            try:
+                tables.append(read_location(path, split=split, fmt=spec.format, members=spec.members, display=url))
+            except CorpusError as exc:
+                raise CorpusError(f"corpus {spec.id}: {exc}") from exc
+            files.append(_file_facts(path, url))
+        revision = location.revision or spec.revision
+    elif location.kind == "hf":
+        assert location.repo is not None
+        revision = location.revision or spec.revision
+        for split in spec.splits:
+            tables.append(Table(_hf_split(spec, location.repo, revision, split, max_rows)))
+        files.append({"name": f"hf://{location.repo}@{revision}", "splits": list(spec.splits)})
+    else:  # pragma: no cover - Location kinds are fixed by the registry module
+        raise CorpusError(f"corpus {spec.id}: unknown location kind {location.kind!r}")
+
+    malformed: list[str] = []
+    n_malformed = 0
+    frames = []
+    for table in tables:
+        if spec.strip_column_names:
+            strip_column_names(table.frame, f"corpus {spec.id}")
+        enforce_schema(table, spec.schema)
+        frames.append(table.frame)
+        malformed.extend(table.malformed)
+        n_malformed += table.n_malformed
+    frame = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    if max_rows is not None:
+        frame = frame.head(max_rows).reset_index(drop=True)
+    missing = [c for c in spec.required if c not in frame.columns]
+    if missing:
+        raise CorpusError(f"corpus {spec.id}: {location.describe()} lacks column(s) {missing}")
+    info = CorpusInfo(
+        source_id=spec.id,
+        location=location.describe()
+        if not location.sample
+        else ", ".join(p.name for p in map(Path, location.paths.values())),
+        revision=revision,
+        license="SAMPLE written by the project (synthetic, in the corpus's own layout)"
+        if location.sample
+        else spec.license,
+        sample=location.sample,
+        loader=location.kind,
+        chosen_by=location.chosen_by,
+        files=tuple(files),
+    )
+    return LoadedCorpus(frame, info, malformed[:200], n_malformed)

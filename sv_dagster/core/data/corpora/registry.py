@@ -1,0 +1,311 @@
+"""The corpus registry (`configs/sources.yaml`, or `SV_SOURCES_FILE`): which seed sources exist,
+where each is read from online, and the bundled sample that stands in for it offline.
+
+An environment package may ship its own sources (`CorpusSpec.sources`: a YAML file in the same
+format, its sample paths relative to that file's folder); they are merged with the project's
+file, and an id declared in two places is an error naming both.
+
+A bad registry fails on load, before any work, naming the file, the source and the field.
+Where a corpus is read from is resolved per source (`resolve_location`): run config, then
+`SV_SOURCE_<ID>` (iot23 also `SV_IOT23_SOURCE`), then `SV_CORPORA` (sample | online), then the
+bundled sample.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sv_dagster.core.artifacts.paths import CONFIGS_DIR, PROJECT_ROOT
+from sv_dagster.core.artifacts.yamlfile import read_yaml_mapping
+from sv_dagster.core.data.corpora.schemas import normalizers_for
+from sv_dagster.core.envs import ENVS
+from sv_shared.corpora import LabelSpec, SourceSpec
+
+LOADERS = ("hf", "url", "local")
+TYPES = ("str", "number", "int", "list", "any")
+FORMATS = ("csv", "jsonl", "json", "parquet", "files")
+LEGACY_ENV_VARS = {"iot23": "SV_IOT23_SOURCE"}
+_ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+
+
+class SourceRegistryError(ValueError):
+    """A registry that cannot be used; the message names the file, the source and the field."""
+
+
+def sources_path() -> Path:
+    return Path(os.environ.get("SV_SOURCES_FILE") or CONFIGS_DIR / "sources.yaml")
+
+
+def _fail(path: Path, source: str | None, message: str) -> SourceRegistryError:
+    where = f"{path}: source {source!r}" if source else str(path)
+    return SourceRegistryError(f"{where}: {message}")
+
+
+def _str_map(raw: Any, path: Path, sid: str, name: str) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise _fail(path, sid, f"'{name}' must be a mapping")
+    return {str(k): str(v) for k, v in raw.items()}
+
+
+def _label(raw: Any, path: Path, sid: str) -> LabelSpec | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _fail(path, sid, "'label' must be a mapping (column, map, default, drop, match) or {value: ...}")
+    unknown = set(raw) - {"column", "value", "map", "default", "drop", "match"}
+    if unknown:
+        raise _fail(path, sid, f"'label' has unknown field(s) {sorted(unknown)}")
+    if bool(raw.get("column")) == bool(raw.get("value")):
+        raise _fail(path, sid, "'label' needs exactly one of 'column' or 'value'")
+    match = raw.get("match", "exact")
+    if match not in ("exact", "casefold", "first_word"):
+        raise _fail(path, sid, f"'label.match' must be exact, casefold or first_word, got {match!r}")
+    mapping = _str_map(raw.get("map"), path, sid, "label.map")
+    if match != "exact":
+        mapping = {k.casefold(): v for k, v in mapping.items()}
+    return LabelSpec(
+        column=raw.get("column"),
+        value=raw.get("value"),
+        map=mapping,
+        default=raw.get("default"),
+        drop=tuple(str(v) for v in raw.get("drop") or ()),
+        match=match,
+    )
+
+
+def _sample(raw: Any, path: Path, sid: str, splits: tuple[str, ...], base: Path) -> dict[str, Path]:
+    if isinstance(raw, str):
+        raw = {splits[0]: raw}
+    if not isinstance(raw, dict) or not raw:
+        raise _fail(path, sid, "'sample' must be a path or a mapping of split -> path")
+    out = {}
+    for split, rel in raw.items():
+        file = (base / str(rel)).resolve()
+        if not file.is_file():
+            raise _fail(path, sid, f"sample file not found: {rel}")
+        out[str(split)] = file
+    return out
+
+
+def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) -> SourceSpec:
+    if not _ID.match(sid):
+        raise _fail(path, sid, "ids are lower-case letters, digits and underscores")
+    if not isinstance(raw, dict):
+        raise _fail(path, sid, "entry must be a mapping")
+    for name in ("env", "loader", "license", "normalizer", "sample", "title"):
+        if raw.get(name) in (None, ""):
+            raise _fail(path, sid, f"missing '{name}'")
+    envs = tuple(raw["env"]) if isinstance(raw["env"], list) else (raw["env"],)
+    bad_envs = [e for e in envs if e not in ENVS]
+    if bad_envs:
+        raise _fail(path, sid, f"unknown env(s) {bad_envs} (known: {', '.join(ENVS)})")
+    loader = raw["loader"]
+    if loader not in LOADERS:
+        raise _fail(path, sid, f"loader must be one of {', '.join(LOADERS)}, got {loader!r}")
+    if loader == "hf" and not raw.get("repo"):
+        raise _fail(path, sid, "an hf source needs 'repo'")
+    urls = _str_map(raw.get("urls"), path, sid, "urls")
+    if loader == "url" and not urls:
+        raise _fail(path, sid, "a url source needs 'urls' (split -> URL)")
+    bad_urls = [u for u in urls.values() if not u.startswith(("http://", "https://"))]
+    if bad_urls:
+        raise _fail(path, sid, f"urls must be http(s): {bad_urls}")
+    fmt = raw.get("format")
+    if fmt is not None and fmt not in FORMATS:
+        raise _fail(path, sid, f"format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    # A normaliser's name is resolved in each environment the source feeds.
+    named = {name for env in ENVS for name in normalizers_for(env)}
+    if raw["normalizer"] not in named:
+        raise _fail(path, sid, f"unknown normalizer {raw['normalizer']!r} (known: {', '.join(sorted(named))})")
+    readers = []
+    for env in envs:
+        normalizer = normalizers_for(env).get(raw["normalizer"])
+        if normalizer is None:
+            raise _fail(path, sid, f"normalizer {raw['normalizer']!r} does not produce {env} rows")
+        readers.append(normalizer)
+    schema = _str_map(raw.get("schema"), path, sid, "schema")
+    bad_types = {col: t for col, t in schema.items() if t not in TYPES}
+    if bad_types:
+        raise _fail(path, sid, f"schema types must be one of {', '.join(TYPES)}: {bad_types}")
+    splits = tuple(str(s) for s in raw.get("splits") or (list(urls) or ["train"]))
+    max_bad = float(raw.get("max_bad_fraction", defaults.get("max_bad_fraction", 0.05)))
+    if not 0.0 <= max_bad <= 1.0:
+        raise _fail(path, sid, f"max_bad_fraction must be within [0, 1], got {max_bad}")
+    known = {
+        "env",
+        "title",
+        "loader",
+        "repo",
+        "config",
+        "revision",
+        "splits",
+        "urls",
+        "format",
+        "members",
+        "license",
+        "homepage",
+        "notes",
+        "sample",
+        "normalizer",
+        "columns",
+        "label",
+        "scenario_column",
+        "schema",
+        "required",
+        "max_bad_fraction",
+        "strip_column_names",
+        "scale",
+        "null_values",
+        "ood",
+    }
+    options = {k: v for k, v in raw.items() if k not in known}
+    allowed_options = {option for normalizer in readers for option in normalizer.options}
+    unknown = sorted(set(options) - set(allowed_options))
+    if unknown:
+        raise _fail(path, sid, f"unknown field(s) {unknown}")
+    return SourceSpec(
+        id=sid,
+        envs=envs,
+        title=str(raw["title"]),
+        loader=loader,
+        license=str(raw["license"]),
+        normalizer=raw["normalizer"],
+        sample=_sample(raw["sample"], path, sid, splits, base),
+        repo=raw.get("repo"),
+        config=raw.get("config"),
+        revision=str(raw.get("revision") or defaults.get("revision", "main")),
+        splits=splits,
+        urls=urls,
+        format=fmt,
+        members=tuple(raw.get("members") or ()),
+        homepage=str(raw.get("homepage") or ""),
+        notes=str(raw.get("notes") or ""),
+        ood=bool(raw.get("ood", False)),
+        columns=_str_map(raw.get("columns"), path, sid, "columns"),
+        label=_label(raw.get("label"), path, sid),
+        scenario_column=raw.get("scenario_column"),
+        schema=schema,
+        required=tuple(raw.get("required") or ()),
+        max_bad_fraction=max_bad,
+        strip_column_names=bool(raw.get("strip_column_names", False)),
+        scale={k: float(v) for k, v in (raw.get("scale") or {}).items()},
+        null_values={k: tuple(str(x) for x in v) for k, v in (raw.get("null_values") or {}).items()},
+        options=options,
+    )
+
+
+def _read_registry(path: Path, base: Path) -> dict[str, SourceSpec]:
+    """The sources of one registry file; `sample` paths are relative to `base`."""
+    data = read_yaml_mapping(path, SourceRegistryError, "source registry")
+    if not isinstance(data.get("sources"), dict) or not data["sources"]:
+        raise _fail(path, None, "needs a non-empty 'sources' mapping")
+    defaults = data.get("defaults") or {}
+    return {str(sid): _spec(str(sid), raw, defaults, path, base) for sid, raw in data["sources"].items()}
+
+
+def package_source_files() -> list[tuple[str, Path]]:
+    """(short name, file) of every installed environment that ships its own sources."""
+    return [
+        (short, Path(env.corpora.sources))
+        for short, env in ENVS.items()
+        if env.corpora is not None and env.corpora.sources is not None
+    ]
+
+
+def load_sources(path: Path | None = None) -> dict[str, SourceSpec]:
+    """Every source of the registry file (in file order), then those the installed
+    environment packages ship (in short-name order)."""
+    path = Path(path) if path else sources_path()
+    # The project's file names its samples from the repository root, a package's from its own folder.
+    sources = _read_registry(path, PROJECT_ROOT)
+    where = dict.fromkeys(sources, str(path))
+    for short, file in package_source_files():
+        env = ENVS[short]
+        for sid, spec in _read_registry(file, file.parent).items():
+            if sid in where:
+                raise _fail(file, sid, f"declared by {env.env_id} ({short}) here and also in {where[sid]}")
+            if short not in spec.envs:
+                raise _fail(file, sid, f"a source shipped by {env.env_id} must feed {short} (its 'env')")
+            sources[sid] = spec
+            where[sid] = str(file)
+    return sources
+
+
+def sources_for(env: str, sources: dict[str, SourceSpec]) -> list[SourceSpec]:
+    return [spec for spec in sources.values() if env in spec.envs]
+
+
+@dataclass(frozen=True)
+class Location:
+    """Where one materialization reads a corpus from."""
+
+    kind: str
+    """sample | hf | url | local"""
+    paths: dict[str, str] = field(default_factory=dict)
+    """split -> file/folder (sample, local) or URL (url)."""
+    repo: str | None = None
+    revision: str | None = None
+    chosen_by: str = "default"
+    """What picked it: run config, the variable's name, SV_CORPORA, or default."""
+
+    @property
+    def sample(self) -> bool:
+        return self.kind == "sample"
+
+    def describe(self) -> str:
+        if self.kind == "hf":
+            return f"hf://{self.repo}@{self.revision}"
+        return ", ".join(f"{k}={v}" if len(self.paths) > 1 else v for k, v in self.paths.items())
+
+
+def _parse_value(spec: SourceSpec, value: str, chosen_by: str, revision: str | None) -> Location:
+    value = value.strip()
+    if value == "sample":
+        return Location("sample", {k: str(v) for k, v in spec.sample.items()}, chosen_by=chosen_by)
+    if value == "online":
+        if spec.loader == "hf":
+            return Location("hf", repo=spec.repo, revision=revision or spec.revision, chosen_by=chosen_by)
+        if spec.loader == "url":
+            return Location("url", dict(spec.urls), revision=revision or spec.revision, chosen_by=chosen_by)
+        raise SourceRegistryError(
+            f"corpus {spec.id}: online mode needs a local copy ({spec.notes or 'no public download'}); "
+            f"set {spec.env_var}=/path/to/copy"
+        )
+    if value.startswith("hf:"):
+        repo, _, rev = value[3:].partition("@")
+        if not repo:
+            raise SourceRegistryError(f"corpus {spec.id}: {chosen_by}={value!r} names no repository")
+        return Location("hf", repo=repo, revision=rev or revision or spec.revision, chosen_by=chosen_by)
+    if value.startswith(("http://", "https://")):
+        return Location("url", {spec.splits[0]: value}, revision=revision, chosen_by=chosen_by)
+    parts = [p for p in value.split(",") if p.strip()]
+    if len(parts) > 1 or re.match(r"^[A-Za-z0-9_.-]+=", value):
+        paths = {}
+        for part in parts:
+            split, sep, file = part.partition("=")
+            if not sep or not file.strip():
+                raise SourceRegistryError(f"corpus {spec.id}: {chosen_by}: expected split=path, got {part!r}")
+            paths[split.strip()] = str(Path(file.strip()).expanduser())
+        return Location("local", paths, chosen_by=chosen_by)
+    return Location("local", {spec.splits[0]: str(Path(value).expanduser())}, chosen_by=chosen_by)
+
+
+def resolve_location(spec: SourceSpec, override: str | None = None, revision: str | None = None) -> Location:
+    """Where `spec` is read from now (see the module doc for the order)."""
+    if override:
+        return _parse_value(spec, override, "run config", revision)
+    for name in (spec.env_var, LEGACY_ENV_VARS.get(spec.id)):
+        if name and os.environ.get(name):
+            return _parse_value(spec, os.environ[name], name, revision)
+    mode = os.environ.get("SV_CORPORA", "").strip()
+    if mode:
+        if mode not in ("sample", "online"):
+            raise SourceRegistryError(f"SV_CORPORA must be 'sample' or 'online', got {mode!r}")
+        return _parse_value(spec, mode, "SV_CORPORA", revision)
+    return _parse_value(spec, "sample", "default", revision)

@@ -1,0 +1,114 @@
+"""Summary metrics of an eval's results.jsonl."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from statistics import fmean
+from typing import Any
+
+from sv_dagster.core.evals.safety import safety_summary
+from sv_dagster.core.evals.stats import STANDARD_SEED, bootstrap_cis, example_arrays, mean_cis
+from sv_shared import Prediction, classification_metrics
+
+RateFn = Callable[[dict[str, Any]], float | None]
+
+
+def classification_summary(rows: list[dict[str, Any]], settings: Any) -> dict[str, Any]:
+    """Metrics for a labelling environment (E1, E4) from its results rows.
+
+    Rows whose model call or scoring failed are counted separately (`n_errors`) and left
+    out of every metric: an outage is not a wrong answer.
+    """
+    scored = [row for row in rows if row.get("error") is None]
+    preds = [
+        Prediction(
+            predicted=(row.get("parsed") or {}).get("label"),
+            gold=row["answer"],
+            confidence=(row.get("parsed") or {}).get("confidence"),
+        )
+        for row in scored
+    ]
+    metrics = classification_metrics(preds, positive_label=settings.costs.positive_label, costs=settings.costs)
+    valid_json = [float(bool((row.get("parsed") or {}).get("format_ok"))) for row in scored]
+    reward_names = sorted({name for row in scored for name in (row.get("rewards") or {})})
+    return {
+        **metrics,
+        "n_examples": len(rows),
+        "n_errors": len(rows) - len(scored),
+        "n_model_errors": sum(1 for row in rows if row.get("error_kind") == "model"),
+        "n_scoring_errors": sum(1 for row in rows if row.get("error_kind") == "scoring"),
+        "n_refusals": sum(1 for row in rows if row.get("refusal")),
+        "format_rate": fmean(valid_json) if valid_json else None,
+        "mean_reward": _mean(row.get("reward") for row in scored),
+        "total_cost_usd": _sum(row.get("cost_usd") for row in rows),
+        "n_unpriced": sum(1 for row in rows if row.get("completion") is not None and row.get("cost_usd") is None),
+        "tokens": {
+            kind: sum((row.get("usage") or {}).get(kind, 0) for row in rows)
+            for kind in ("prompt_tokens", "completion_tokens")
+        },
+        # 95% percentile bootstrap CIs (1,000 resamples, seed 42) of the headline metrics.
+        "ci95": {
+            **bootstrap_cis(example_arrays(scored, settings.costs), seed=STANDARD_SEED),
+            **mean_cis({"format_rate": valid_json}, seed=STANDARD_SEED),
+        },
+        "mean_rewards": {name: _mean((row.get("rewards") or {}).get(name) for row in scored) for name in reward_names},
+    }
+
+
+def _common_counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "n_examples": len(rows),
+        "n_model_errors": sum(1 for row in rows if row.get("error_kind") == "model"),
+        "n_scoring_errors": sum(1 for row in rows if row.get("error_kind") == "scoring"),
+        "n_refusals": sum(1 for row in rows if row.get("refusal")),
+        "total_cost_usd": _sum(row.get("cost_usd") for row in rows),
+        "n_unpriced": sum(1 for row in rows if row.get("completion") is not None and row.get("cost_usd") is None),
+        "tokens": {
+            kind: sum((row.get("usage") or {}).get(kind, 0) for row in rows)
+            for kind in ("prompt_tokens", "completion_tokens")
+        },
+    }
+
+
+def rate_summary(rows: list[dict[str, Any]], rates: Mapping[str, RateFn]) -> dict[str, Any]:
+    """Metrics for environments scored by verifiers rather than labels (E2, E3): the mean
+    reward and each reward component, plus the environment's own per-example rates (e.g.
+    finding F1, patch success), each with a seeded 95% bootstrap CI. Errors are counted
+    and left out, as in `classification_summary`."""
+    scored = [row for row in rows if row.get("error") is None]
+    reward_names = sorted({name for row in scored for name in (row.get("rewards") or {})})
+    series: dict[str, list[float | None]] = {"mean_reward": [row.get("reward") for row in scored]}
+    series.update({name: [fn(row) for row in scored] for name, fn in rates.items()})
+    summary = {name: _mean(values) for name, values in series.items()}
+    summary.update(
+        _common_counts(rows),
+        n_errors=len(rows) - len(scored),
+        format_rate=fmean(bool((row.get("parsed") or {}).get("format_ok")) for row in scored) if scored else None,
+        mean_rewards={name: _mean((row.get("rewards") or {}).get(name) for row in scored) for name in reward_names},
+        n_tool_calls=sum(len(row.get("tool_calls") or ()) for row in rows),
+        ci95=mean_cis(series, seed=STANDARD_SEED),
+    )
+    return summary
+
+
+def _mean(values) -> float | None:
+    present = [v for v in values if v is not None]
+    return fmean(present) if present else None
+
+
+def _sum(values) -> float | None:
+    present = [v for v in values if v is not None]
+    return sum(present) if present else None
+
+
+def summarize(env: Any, rows: list[dict[str, Any]], settings: Any) -> dict[str, Any]:
+    """An eval's summary: classification metrics for a labelling environment (one with a
+    positive label), else the mean reward and the environment's rates; then its own extra
+    keys, and the safety judge's measured agreement where its reward settings name a
+    classifier."""
+    summary = classification_summary(rows, settings) if env.positive_label else rate_summary(rows, env.rates)
+    if env.summary_extra is not None:
+        summary.update(env.summary_extra(rows, summary))
+    if getattr(settings, "classifier", None) is not None:
+        summary.update(safety_summary(rows, settings))
+    return summary

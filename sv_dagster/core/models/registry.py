@@ -1,0 +1,186 @@
+"""The model registry: which models exist, how to reach them, which are evaluated by default.
+
+`configs/models.yaml` (or `SV_MODEL_REGISTRY`) is the one place to add a model; the eval
+assets are generated from it, so adding a model needs no code change.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from sv_dagster.core.artifacts.paths import CONFIGS_DIR, slug
+from sv_dagster.core.artifacts.yamlfile import read_yaml_mapping
+
+BACKENDS = ("heuristic", "oracle", "openai", "local")
+LOCAL_BACKENDS = ("heuristic", "oracle", "local")
+"""Backends that run in this process and call no endpoint."""
+
+
+class RegistryError(ValueError):
+    """A registry file that cannot be used; the message names the file and the model."""
+
+
+@dataclass(frozen=True)
+class Sampling:
+    temperature: float = 0.0
+    max_tokens: int = 512
+    top_p: float = 1.0
+    seed: int | None = 0
+    timeout_s: float = 60.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "top_p": self.top_p,
+            "seed": self.seed,
+            "timeout_s": self.timeout_s,
+        }
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    """Registry name; also the eval folder name and (slugged) the asset key part."""
+    backend: str
+    model: str
+    """Model id sent to the endpoint (for heuristic: the baseline's name)."""
+    base_url: str | None = None
+    api_key_env: str | None = None
+    """Name of the env var holding the API key (never the key itself)."""
+    default: bool = False
+    """Evaluated by `dagster job execute -j eval_eN` and the demo."""
+    sweep: bool = False
+    """In the weekly quick sweep and the bi-weekly full eval."""
+    nightly: bool = False
+    """In the nightly regression."""
+    envs: tuple[str, ...] = ()
+    """Environments this model is evaluated on; empty means all."""
+    max_concurrency: int = 4
+    requests_per_minute: int | None = None
+    """Provider rate limit to stay under (None: no cap beyond the adaptive concurrency)."""
+    max_reply_bytes: int = 262144
+    """A reply with more text than this is an endpoint fault (a runaway or garbled body),
+    recorded as a model error and never scored."""
+    sampling: Sampling = field(default_factory=Sampling)
+    description: str = ""
+    checkpoint_asset: str | None = None
+    """Trained checkpoints (backend `local`): the asset whose latest materialization holds
+    the checkpoint folder (e.g. `safety_review/e1/rlft_stage1`). The eval asset depends on it,
+    so the eval's lineage names the exact checkpoint it scored."""
+
+    @property
+    def key(self) -> str:
+        return slug(self.name)
+
+    @property
+    def pool(self) -> str | None:
+        """The Dagster concurrency pool of this model's eval assets: one per endpoint (host and
+        port), so models served by one provider or vLLM server share it and a sweep runs one
+        eval per endpoint at a time (`concurrency.pools` in dagster.yaml); each eval keeps its
+        own request concurrency. None for the embedded backends, which call nothing."""
+        if self.backend in LOCAL_BACKENDS or not self.base_url:
+            return None
+        netloc = urlsplit(self.base_url).netloc.lower() or self.base_url
+        return "endpoint-" + re.sub(r"[^a-z0-9.]+", "-", netloc).strip("-")
+
+    def supports(self, env: str) -> bool:
+        return not self.envs or env in self.envs
+
+    def public_dict(self) -> dict[str, Any]:
+        """What provenance records about the model: everything but secrets."""
+        return {
+            "name": self.name,
+            "backend": self.backend,
+            "model": self.model,
+            "base_url": self.base_url,
+            "api_key_env": self.api_key_env,
+            "sampling": self.sampling.as_dict(),
+            "max_reply_bytes": self.max_reply_bytes,
+            **({"checkpoint_asset": self.checkpoint_asset} if self.checkpoint_asset else {}),
+        }
+
+
+def registry_path() -> Path:
+    return Path(os.environ.get("SV_MODEL_REGISTRY") or CONFIGS_DIR / "models.yaml")
+
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+
+
+def expand_env(value: Any) -> Any:
+    """`${VAR}` / `${VAR:-default}` in registry strings (endpoint URLs live in .env)."""
+    if not isinstance(value, str):
+        return value
+    return _ENV_REF.sub(lambda m: os.environ.get(m.group(1)) or (m.group(2) or ""), value)
+
+
+def _positive_int(value: Any, field_name: str, name: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise RegistryError(f"{where}: model {name!r}: {field_name} must be a positive integer, got {value!r}")
+    return value
+
+
+def _spec(name: str, raw: Any, where: str) -> ModelSpec:
+    if not isinstance(raw, dict):
+        raise RegistryError(f"{where}: model {name!r} must be a mapping")
+    raw = {key: expand_env(value) for key, value in raw.items()}
+    backend = raw.get("backend")
+    if backend not in BACKENDS:
+        raise RegistryError(f"{where}: model {name!r} has backend {backend!r}; known: {list(BACKENDS)}")
+    if backend == "openai":
+        for required in ("base_url", "model"):
+            if not raw.get(required):
+                raise RegistryError(f"{where}: model {name!r} (openai backend) needs '{required}'")
+    if backend == "local" and not (raw.get("model") or raw.get("checkpoint_asset")):
+        raise RegistryError(f"{where}: model {name!r} (local backend) needs 'model' (a checkpoint folder or model id)")
+    sampling_raw = raw.get("sampling") or {}
+    try:
+        sampling = Sampling(**sampling_raw)
+    except TypeError as exc:
+        raise RegistryError(f"{where}: model {name!r} sampling: {exc}") from exc
+    envs = raw.get("envs") or ()
+    return ModelSpec(
+        name=name,
+        backend=backend,
+        model=str(raw.get("model") or name),
+        base_url=raw.get("base_url"),
+        api_key_env=raw.get("api_key_env"),
+        default=bool(raw.get("default", False)),
+        sweep=bool(raw.get("sweep", False)),
+        nightly=bool(raw.get("nightly", False)),
+        envs=tuple(envs),
+        max_concurrency=int(raw.get("max_concurrency", 4)),
+        requests_per_minute=int(raw["requests_per_minute"]) if raw.get("requests_per_minute") else None,
+        max_reply_bytes=_positive_int(
+            raw.get("max_reply_bytes", ModelSpec.max_reply_bytes), "max_reply_bytes", name, where
+        ),
+        sampling=sampling,
+        description=str(raw.get("description", "")),
+        checkpoint_asset=raw.get("checkpoint_asset"),
+    )
+
+
+def load_registry(path: str | Path | None = None, extra: dict[str, ModelSpec] | None = None) -> dict[str, ModelSpec]:
+    """The registry file's models, over `extra` ones (the models of checkpoints trained here,
+    `sv_dagster.training.catalog.load_models`): an entry in the file with the same name wins.
+    Two models whose asset keys collide are refused."""
+    path = Path(path) if path else registry_path()
+    data = read_yaml_mapping(path, RegistryError, "model registry")
+    models = data.get("models")
+    if not isinstance(models, dict) or not models:
+        raise RegistryError(f"{path}: expected a non-empty 'models:' mapping")
+    specs = {**(extra or {}), **{str(name): _spec(str(name), raw, str(path)) for name, raw in models.items()}}
+    keys: dict[str, str] = {}
+    for spec in specs.values():
+        if spec.key in keys:
+            raise RegistryError(
+                f"{path}: models {keys[spec.key]!r} and {spec.name!r} map to the same asset key {spec.key!r}"
+            )
+        keys[spec.key] = spec.name
+    return specs

@@ -1,0 +1,554 @@
+"""Weekly and monthly reports and per-environment scoreboards, from eval folders.
+
+Plain functions over `EvalRecord`s (one eval materialization each); the Dagster assets
+gather the records from the instance, so every number here traces to an eval table. Every
+table row links to the JSON it came from and names the Dagster run and data version of that
+materialization; the cells are rendered by `row_cells`, which `sv_dagster.core.reporting.audit` uses
+again to check a report against the files it cites.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sv_dagster.core.artifacts.redaction import write_redacted
+from sv_dagster.core.evals.runner import read_results
+
+
+@dataclass(frozen=True)
+class EvalRecord:
+    env: str
+    model: str
+    run_dir: Path
+    summary: dict[str, Any]
+    timestamp: float
+    data_version: str
+    run_id: str = ""
+
+    @property
+    def when(self) -> str:
+        return datetime.fromtimestamp(self.timestamp).strftime("%Y-%m-%d %H:%M")
+
+
+def load_record(
+    env: str, model: str, run_dir: Path, timestamp: float, data_version: str, run_id: str = ""
+) -> EvalRecord:
+    summary = json.loads((run_dir / "summary.json").read_text())
+    return EvalRecord(env, model, run_dir, summary, timestamp, data_version, run_id)
+
+
+@dataclass(frozen=True)
+class TournamentRecord:
+    """One red-team tournament materialization: its folder holds `tournament.json`."""
+
+    timestamp: float
+    path: Path
+    run_id: str = ""
+    data_version: str = ""
+
+
+RUN_ID_SHOWN = 8  # characters of a Dagster run id in a table; enough to find the run
+DATA_VERSION_SHOWN = 12
+
+
+def source_cells(run_id: str, data_version: str) -> str:
+    """The run and data version cells of a row (short forms; the audit compares prefixes)."""
+    return f"{run_id[:RUN_ID_SHOWN] or '-'} | {data_version[:DATA_VERSION_SHOWN] or '-'}"
+
+
+def _fmt(value: Any, digits: int = 3) -> str:
+    return "-" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
+
+
+def _link(record: EvalRecord, base: Path) -> str:
+    return os.path.relpath(record.run_dir / "summary.json", base)
+
+
+def _ci_of(summary: dict[str, Any], key: str) -> list[float] | None:
+    return (summary.get("ci95") or {}).get(key)
+
+
+def _delta(now: Any, before: Any) -> str:
+    return f"{now - before:+.3f}" if isinstance(now, (int, float)) and isinstance(before, (int, float)) else "-"
+
+
+def _curve(tournament: dict[str, Any]) -> str:
+    return " -> ".join(
+        f"{r['attacker_success_rate']:.2f}"
+        for r in tournament.get("rounds", [])
+        if r.get("attacker_success_rate") is not None
+    )
+
+
+def row_cells(table: str, env: str) -> dict[str, Any]:
+    """Column title -> how its cell is rendered from the JSON files the row cites (the eval's
+    summary first; the weekly table's previous summary second). Reports render these cells
+    with it, and the audit renders them again to compare."""
+    if table == "tournament":
+        return {"success per round": lambda cited: _curve(cited[0])}
+    mean = {
+        "mean reward [95% CI]": lambda cited: _with_ci(cited[0].get("mean_reward"), _ci_of(cited[0], "mean_reward"))
+    }
+    if table == "weekly":
+        return {
+            **mean,
+            "previous": lambda cited: _fmt(cited[1].get("mean_reward")) if len(cited) > 1 else "-",
+            "delta": lambda cited: (
+                _delta(cited[0].get("mean_reward"), cited[1].get("mean_reward")) if len(cited) > 1 else "-"
+            ),
+            "accuracy [95% CI]": lambda cited: _with_ci(cited[0].get("accuracy"), _ci_of(cited[0], "accuracy")),
+        }
+    cells = dict(mean)
+    for title, key in headline_columns(env):
+        cells[f"{title} [95% CI]"] = lambda cited, key=key: _with_ci(cited[0].get(key), _ci_of(cited[0], key))
+    cells["n"] = lambda cited: _fmt(cited[0].get("n_examples"))
+    cells["errors"] = lambda cited: _fmt(cited[0].get("n_errors"))
+    return cells
+
+
+def ranked(records: Sequence[EvalRecord]) -> list[EvalRecord]:
+    """Latest eval per model, best mean reward first."""
+    latest: dict[str, EvalRecord] = {}
+    for record in records:
+        if record.model not in latest or record.timestamp > latest[record.model].timestamp:
+            latest[record.model] = record
+    mean = lambda r: r.summary.get("mean_reward")  # noqa: E731
+    return sorted(latest.values(), key=lambda r: -(mean(r) if mean(r) is not None else float("-inf")))
+
+
+def scoreboard(records: Sequence[EvalRecord]) -> list[dict[str, Any]]:
+    """Latest eval per model, best mean reward first, as JSON-ready rows."""
+    return [
+        {
+            "model": r.model,
+            "mean_reward": r.summary.get("mean_reward"),
+            "mean_reward_ci95": (r.summary.get("ci95") or {}).get("mean_reward"),
+            "accuracy": r.summary.get("accuracy"),
+            "accuracy_ci95": (r.summary.get("ci95") or {}).get("accuracy"),
+            "ece": r.summary.get("ece"),
+            "cost_weighted_accuracy": r.summary.get("cost_weighted_accuracy"),
+            "n_examples": r.summary.get("n_examples"),
+            "n_errors": r.summary.get("n_errors"),
+            "total_cost_usd": r.summary.get("total_cost_usd"),
+            "sample": r.summary.get("sample"),
+            "eval_dir": str(r.run_dir),
+            "data_version": r.data_version,
+            "run_id": r.run_id,
+            # The environment's own headline metrics (E2 finding F1, E3 fix rate, ...) with CIs.
+            "metrics": {key: r.summary.get(key) for _, key in headline_columns(r.env)},
+            "metrics_ci95": {key: (r.summary.get("ci95") or {}).get(key) for _, key in headline_columns(r.env)},
+        }
+        for r in ranked(records)
+    ]
+
+
+def headline_columns(env: str) -> list[tuple[str, str]]:
+    """(title, summary key) of an environment's headline metrics, mean reward and errors aside."""
+    from sv_dagster.core.envs import ENVS
+
+    spec = ENVS.get(env)
+    columns = spec.columns if spec is not None else (("accuracy", "accuracy"),)
+    return [(title, key) for title, key in columns if key not in ("mean_reward", "n_errors")]
+
+
+def scoreboard_markdown(env: str, records: Sequence[EvalRecord], base: Path) -> str:
+    """One table row per model (`ranked`), its cells rendered from the summary it links to."""
+    cells = row_cells("scoreboard", env)
+    lines = [
+        f"# Scoreboard: {env}",
+        "",
+        "| # | model | " + " | ".join(cells) + " | run | data version | eval |",
+        "|---" * (len(cells) + 5) + "|",
+    ]
+    for rank, r in enumerate(ranked(records), start=1):
+        lines.append(
+            f"| {rank} | {r.model}{' (sample)' if r.summary.get('sample') else ''} | "
+            + " | ".join(render([r.summary]) for render in cells.values())
+            + f" | {source_cells(r.run_id, r.data_version)} | [summary]({_link(r, base)}) |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _with_ci(value: Any, ci: list[float] | None) -> str:
+    return f"{_fmt(value)} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else _fmt(value)
+
+
+def weekly_markdown(
+    week: str,
+    records: Sequence[EvalRecord],
+    previous: dict[tuple[str, str], EvalRecord],
+    gates: dict[tuple[str, str], dict[str, Any]],
+    base: Path,
+    synthetic_volumes: dict[str, int] | None = None,
+) -> str:
+    """Reward deltas (with CIs) against each model's previous eval, regressions, synthetic
+    data volumes and open risks."""
+    lines = [f"# Weekly report {week}", ""]
+    if any(r.summary.get("sample") for r in records):
+        lines += ["> Numbers computed on bundled SAMPLE data, not the real corpora.", ""]
+    cells = row_cells("weekly", "")
+    lines += [
+        "## Reward deltas",
+        "",
+        "| env | model | " + " | ".join(cells) + " | run | data version | eval |",
+        "|---" * (len(cells) + 5) + "|",
+    ]
+    for r in sorted(records, key=lambda r: (r.env, r.model)):
+        prev = previous.get((r.env, r.model))
+        cited = [r.summary, *([prev.summary] if prev else [])]
+        links = f"[summary]({_link(r, base)})" + (f" [previous]({_link(prev, base)})" if prev else "")
+        lines.append(
+            f"| {r.env} | {r.model} | "
+            + " | ".join(render(cited) for render in cells.values())
+            + f" | {source_cells(r.run_id, r.data_version)} | {links} |"
+        )
+    regressions = [(key, gate) for key, gate in gates.items() if gate.get("failures")]
+    lines += ["", "## Regressions", ""]
+    compared = [key for key, gate in gates.items() if gate.get("state") != "NO BASELINE"]
+    unchecked = sorted(key for key, gate in gates.items() if gate.get("state") == "NO BASELINE")
+    lines += [f"- {env} / {model}: {'; '.join(gate['failures'])}" for (env, model), gate in regressions] or [
+        f"- none among the {len(compared)} eval(s) compared with a recorded baseline"
+    ]
+    if unchecked:
+        lines.append("- NO BASELINE (nothing compared): " + ", ".join(f"{env} / {model}" for env, model in unchecked))
+    lines += ["", "## Synthetic data volumes", ""]
+    lines += [f"- {env}: {count} rows" for env, count in (synthetic_volumes or {}).items()] or [
+        "- no synthetic batches materialized yet"
+    ]
+    risks = [
+        f"- {r.env} / {r.model}: {r.summary['n_errors']} examples unscored (errors)"
+        for r in records
+        if r.summary.get("n_errors")
+    ] + [
+        f"- {r.env} / {r.model}: {r.summary['n_unpriced']} calls without a price"
+        for r in records
+        if r.summary.get("n_unpriced")
+    ]
+    if any(r.summary.get("sample") for r in records):
+        risks.append("- evals ran on SAMPLE data; point the corpora at the real sources before drawing conclusions")
+    lines += ["", "## Open risks", "", *(risks or ["- none noted"]), ""]
+    return "\n".join(lines)
+
+
+def reliability_points(run_dir: Path, n_bins: int = 10) -> list[tuple[float, float, int]]:
+    """(mean confidence, accuracy, count) per confidence bin of answered, valid examples."""
+    bins: dict[int, list[tuple[float, bool]]] = defaultdict(list)
+    for row in read_results(run_dir / "results.jsonl"):
+        parsed = row.get("parsed") or {}
+        label, confidence = parsed.get("label"), parsed.get("confidence")
+        if row.get("error") or label in (None, "Abstain") or confidence is None:
+            continue
+        bins[min(int(confidence * n_bins), n_bins - 1)].append((confidence, label == row.get("answer")))
+    return [
+        (sum(c for c, _ in items) / len(items), sum(ok for _, ok in items) / len(items), len(items))
+        for _, items in sorted(bins.items())
+    ]
+
+
+@dataclass(frozen=True)
+class TrainingRecord:
+    """One training materialization's compute: a checkpoint stage or an ablation run."""
+
+    asset: str
+    model: str
+    env: str
+    wall_seconds: float
+    cpu_hours: float
+    gpu_hours: float
+    path: str
+    timestamp: float = 0.0
+
+
+def training_compute(records: Sequence[TrainingRecord]) -> list[dict[str, Any]]:
+    """Wall time and CPU/GPU hours summed per (model, environment); `checkpoints` oldest first."""
+    totals: dict[tuple[str, str], dict[str, Any]] = {}
+    for r in sorted(records, key=lambda r: r.timestamp):
+        row = totals.setdefault(
+            (r.model, r.env),
+            {
+                "model": r.model,
+                "env": r.env,
+                "runs": 0,
+                "wall_seconds": 0.0,
+                "cpu_hours": 0.0,
+                "gpu_hours": 0.0,
+                "checkpoints": [],
+            },
+        )
+        row["runs"] += 1
+        row["wall_seconds"] += r.wall_seconds
+        row["cpu_hours"] += r.cpu_hours
+        row["gpu_hours"] += r.gpu_hours
+        row["checkpoints"].append(r.path)
+    return [totals[key] for key in sorted(totals)]
+
+
+def current_checkpoint(row: dict[str, Any], promoted: Mapping[str, str]) -> tuple[str, str]:
+    """(path, how) of the checkpoint a training-compute row shows: the environment's promoted
+    one when this row trained it, else the newest this month (not promoted)."""
+    chosen = promoted.get(row["env"])
+    if chosen and chosen in row["checkpoints"]:
+        return chosen, "promoted"
+    return row["checkpoints"][-1], "newest, not promoted"
+
+
+def monthly_report(
+    month: str,
+    records: Sequence[EvalRecord],
+    out_dir: Path,
+    tournaments: Sequence[TournamentRecord] = (),
+    training: Sequence[TrainingRecord] = (),
+    promoted: Mapping[str, str] | None = None,
+) -> dict[str, Path]:
+    """Markdown + HTML with PNG plots: reliability diagrams, reward trends per model and
+    env, cost per model, the attacker success curves of the month's red-team tournaments, and
+    the training compute per model and environment (`promoted`: env -> the promoted
+    checkpoint's path). Links are relative to `out_dir`, so the folder can be moved.
+    Returns the files written."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display here or on servers
+    import matplotlib.pyplot as plt
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    files: dict[str, Path] = {}
+    by_env: dict[str, list[EvalRecord]] = defaultdict(list)
+    for record in records:
+        by_env[record.env].append(record)
+
+    for env, env_records in by_env.items():
+        curves = {r.model: reliability_points(r.run_dir) for r in ranked(env_records)}
+        if any(curves.values()):  # labelling environments (E1, E4); E2/E3 answers carry no label
+            fig = reliability_figure(plt, env, curves)
+            files[f"reliability_{env}"] = out_dir / f"reliability-{env}.png"
+            fig.savefig(files[f"reliability_{env}"], dpi=90, bbox_inches="tight")
+            plt.close(fig)
+
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for model in sorted({r.model for r in env_records}):
+            series = sorted((r for r in env_records if r.model == model), key=lambda r: r.timestamp)
+            xs = [datetime.fromtimestamp(r.timestamp) for r in series]
+            ys = [r.summary.get("mean_reward") for r in series]
+            ax.plot(xs, ys, "o-", label=model)
+        ax.set(ylabel="mean reward", title=f"Reward trend: {env}")
+        ax.legend(fontsize=7)
+        fig.autofmt_xdate()
+        files[f"trend_{env}"] = out_dir / f"reward-trend-{env}.png"
+        fig.savefig(files[f"trend_{env}"], dpi=90, bbox_inches="tight")
+        plt.close(fig)
+
+    costs: dict[str, float] = defaultdict(float)
+    for record in records:
+        costs[record.model] += record.summary.get("total_cost_usd") or 0.0
+    fig = cost_figure(plt, month, costs)
+    files["cost"] = out_dir / "cost-per-model.png"
+    fig.savefig(files["cost"], dpi=90, bbox_inches="tight")
+    plt.close(fig)
+
+    sample = any(r.summary.get("sample") for r in records)
+    md = [f"# Monthly report {month}", ""]
+    if sample:
+        md += ["> Numbers computed on bundled SAMPLE data, not the real corpora.", ""]
+    md += [f"{len(records)} eval materializations this month.", ""]
+    for env in sorted(by_env):
+        md += [scoreboard_markdown(env, by_env[env], out_dir)]
+        if f"reliability_{env}" in files:
+            md.append(f"![reliability]({files[f'reliability_{env}'].name})")
+        md += [f"![trend]({files[f'trend_{env}'].name})", ""]
+    md += ["## Cost", "", f"![cost]({files['cost'].name})", ""]
+    md += [f"- {model}: ${cost:.4f}" for model, cost in sorted(costs.items())]
+    md += ["", "## Training compute", ""]
+    compute = training_compute(training)
+    if compute:
+        md += [
+            "| model | env | runs | wall time (s) | CPU hours | GPU hours | current checkpoint |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for row in compute:
+            path, how = current_checkpoint(row, promoted or {})
+            md.append(
+                f"| {row['model']} | {row['env']} | {row['runs']} | {row['wall_seconds']:.1f} | {row['cpu_hours']:.4f} | "
+                f"{row['gpu_hours']:.4f} | [{Path(path).name}]({os.path.relpath(path, out_dir)}) ({how}) |"
+            )
+        md += [
+            "",
+            f"Total: {sum(r['cpu_hours'] for r in compute):.4f} CPU hours, "
+            f"{sum(r['gpu_hours'] for r in compute):.4f} GPU hours.",
+            "",
+        ]
+    else:
+        md += ["No training ran this month.", ""]
+    md += ["", "## Attacker success (red-team tournaments)", ""]
+    loaded = [
+        (t, json.loads((t.path / "tournament.json").read_text()))
+        for t in tournaments
+        if (t.path / "tournament.json").exists()
+    ]
+    if loaded:
+        cells = row_cells("tournament", "")
+        md += [
+            "| date | pair | attacker | defender | "
+            + " | ".join(cells)
+            + " | judged by | run | data version | tournament |",
+            "|---" * (len(cells) + 8) + "|",
+        ]
+        loaded.sort(key=lambda item: item[0].timestamp)
+        for t, data in loaded:
+            md.append(
+                f"| {datetime.fromtimestamp(t.timestamp):%Y-%m-%d} | {data.get('pair') or '-'} "
+                f"| {data['attacker']['name']} | {data['defender']['name']} "
+                f"| " + " | ".join(render([data]) for render in cells.values()) + f" | {data.get('classifier')} "
+                f"| {source_cells(t.run_id, t.data_version)} | [summary]({os.path.relpath(t.path / 'tournament.json', out_dir)}) |"
+            )
+        fig = attacker_success_figure(plt, [(t.timestamp, data) for t, data in loaded])
+        files["attacker_success"] = out_dir / "attacker-success.png"
+        fig.savefig(files["attacker_success"], dpi=90, bbox_inches="tight")
+        plt.close(fig)
+        md += ["", f"![attacker success]({files['attacker_success'].name})", ""]
+    else:
+        md += ["No tournament ran this month.", ""]
+    files["markdown"] = out_dir / "report.md"
+    write_redacted(files["markdown"], "\n".join(md))
+    files["html"] = out_dir / "report.html"
+    write_redacted(files["html"], _html(month, md))
+    return files
+
+
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+_DASHES = ("-", "--", "-.", ":")
+
+
+def reliability_figure(plt: Any, env: str, curves: Mapping[str, list[tuple[float, float, int]]]) -> Any:
+    """Accuracy against confidence per model; each point is labelled with its bin's count."""
+    fig, ax = plt.subplots(figsize=(5, 5))
+    ax.plot([0, 1], [0, 1], "k--", linewidth=1, label="perfect calibration")
+    plotted = [(model, points) for model, points in curves.items() if points]
+    for i, (model, points) in enumerate(plotted):
+        # Models often agree bin for bin: distinct markers and dashes, slightly transparent,
+        # keep every line visible.
+        ax.plot(
+            [p[0] for p in points],
+            [p[1] for p in points],
+            marker=_MARKERS[i % len(_MARKERS)],
+            linestyle=_DASHES[i % len(_DASHES)],
+            alpha=0.75,
+            label=f"{model} (n={sum(p[2] for p in points)})",
+        )
+        for x, y, n in points:
+            ax.annotate(str(n), (x, y), textcoords="offset points", xytext=(4, 3 + 7 * (i % 3)), fontsize=6)
+    ax.set(
+        xlabel="confidence (label: examples in the bin)",
+        ylabel="accuracy",
+        title=f"Reliability: {env}",
+        xlim=(0, 1.05),
+        ylim=(0, 1.08),
+    )
+    ax.legend(fontsize=7)
+    return fig
+
+
+def attacker_success_figure(plt: Any, tournaments: Sequence[tuple[float, dict[str, Any]]]) -> Any:
+    """Attacker success per round, one line per tournament; rounds are whole numbers."""
+    from matplotlib.ticker import MaxNLocator
+
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    for timestamp, data in tournaments:
+        label = (
+            f"{datetime.fromtimestamp(timestamp):%m-%d %H:%M} {data['attacker']['name']} vs {data['defender']['name']}"
+        )
+        rounds = data["rounds"]
+        ax.plot([r["round"] for r in rounds], [r["attacker_success_rate"] for r in rounds], "o-", label=label)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set(xlabel="round", ylabel="attacker success", ylim=(-0.02, 1.02), title="Attacker success per round")
+    ax.legend(fontsize=6)
+    return fig
+
+
+def cost_figure(plt: Any, month: str, costs: Mapping[str, float]) -> Any:
+    """Horizontal bars, one per model with its amount, so long names never overlap; a month
+    with no priced call says so instead of drawing empty axes."""
+    priced = sorted(((model, cost) for model, cost in costs.items() if cost > 0), key=lambda item: item[1])
+    fig, ax = plt.subplots(figsize=(6, max(1.6, 0.35 * len(priced) + 1)))
+    if priced:
+        bars = ax.barh([model for model, _ in priced], [cost for _, cost in priced])
+        ax.bar_label(bars, labels=[f"${cost:.4f}" for _, cost in priced], fontsize=7, padding=2)
+        ax.set(xlabel="USD", title=f"Model cost, {month}")
+        ax.margins(x=0.25)
+        ax.tick_params(axis="y", labelsize=7)
+    else:
+        unpriced = ", ".join(sorted(costs)) or "none"
+        ax.text(
+            0.5,
+            0.5,
+            f"No priced calls in {month}.\nModels evaluated (all free or local): {unpriced}",
+            ha="center",
+            va="center",
+            wrap=True,
+            fontsize=8,
+            transform=ax.transAxes,
+        )
+        ax.set_axis_off()
+        ax.set_title(f"Model cost, {month}")
+    return fig
+
+
+def _html(month: str, markdown_lines: list[str]) -> str:
+    """A self-contained page: tables and images from the markdown lines."""
+    body: list[str] = []
+    for block in "\n".join(markdown_lines).split("\n"):
+        if block.startswith("# "):
+            body.append(f"<h1>{html.escape(block[2:])}</h1>")
+        elif block.startswith("## "):
+            body.append(f"<h2>{html.escape(block[3:])}</h2>")
+        elif block.startswith("![") and "](" in block:
+            alt, src = block[2:].split("](", 1)
+            body.append(f'<img alt="{html.escape(alt)}" src="{html.escape(src.rstrip(")"))}">')
+        elif block.startswith("|") and not block.startswith("|---"):
+            cells = [c.strip() for c in block.strip("|").split("|")]
+            body.append("<tr>" + "".join(f"<td>{_html_cell(cell)}</td>" for cell in cells) + "</tr>")
+        elif block.strip():
+            body.append(f"<p>{html.escape(block.lstrip('> -'))}</p>")
+    page = "\n".join(body)
+    return (
+        f"<!doctype html><html><head><meta charset='utf-8'><title>Monthly report {html.escape(month)}</title>"
+        "<style>body{font-family:sans-serif;max-width:1000px;margin:auto}td{border:1px solid #ccc;padding:2px 6px}"
+        f"table{{border-collapse:collapse}}</style></head><body>\n{_close_tables(page)}\n</body></html>\n"
+    )
+
+
+MARKDOWN_LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]+)\)")
+
+
+def _html_cell(cell: str) -> str:
+    """A table cell's text, escaped, with its Markdown links as anchors."""
+    out, end = [], 0
+    for match in MARKDOWN_LINK.finditer(cell):
+        out.append(html.escape(cell[end : match.start()]))
+        out.append(f'<a href="{html.escape(match.group(2))}">{html.escape(match.group(1))}</a>')
+        end = match.end()
+    return "".join(out) + html.escape(cell[end:])
+
+
+def _close_tables(page: str) -> str:
+    """Wrap consecutive <tr> lines in <table> elements."""
+    out, in_table = [], False
+    for line in page.split("\n"):
+        if line.startswith("<tr>") and not in_table:
+            out.append("<table>")
+            in_table = True
+        elif not line.startswith("<tr>") and in_table:
+            out.append("</table>")
+            in_table = False
+        out.append(line)
+    if in_table:
+        out.append("</table>")
+    return "\n".join(out)
