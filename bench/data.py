@@ -1,4 +1,4 @@
-"""Data-pipeline benchmark (issue 5): curation of a 1M-row E1 corpus, target <= 5 minutes on
+"""Data-pipeline benchmark: curation of a 1M-row E1 corpus, target <= 5 minutes on
 this 2-core machine, with the peak RSS of the curating process.
 
 Each step runs in its own process (peak RSS is per process; `bench/run.py --only curation`

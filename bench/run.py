@@ -4,17 +4,17 @@ bench/results/<date>-<name>.json with the command that produced them and the mac
 
 Targets (checked here, never in timed tests): definitions load < 3 s; E1 path (heuristic,
 sample data) < 30 s in-process; runner >= 50 examples/s at concurrency 16 on loopback.
-Scoring (bench/scoring.py, issue 3): E2 >= 100,000 rollouts/hour warm and >= 5,000 cold,
+Scoring (bench/scoring.py): E2 >= 100,000 rollouts/hour warm and >= 5,000 cold,
 E3 >= 3,000, each beside the naive one-process-per-rollout figure from the same run.
-Red team (issue 4): E4 scoring >= 5,000 rollouts/s on one core (the environment's rewards;
+Red team: E4 scoring >= 5,000 rollouts/s on one core (the environment's rewards;
 the full path through verifiers' `task.score` beside it), the embedded safety classifier
 >= 2,000 texts/s on one core (bench/safety.py), and E5/E6 dialogue throughput of the
 concurrent runner against a loopback model that takes 100 ms per call.
 
-Synthetic data (issue 5, bench/synthetic.py): 100,000 E1 rows generated, validated and
+Synthetic data (bench/synthetic.py): 100,000 E1 rows generated, validated and
 written as Parquet in <= 60 s with peak RSS <= 1 GiB (a fresh process).
 
-Curation (issue 5, bench/data.py): a 1,000,000-row E1 corpus curated into dataset/e1 (render,
+Curation (bench/data.py): a 1,000,000-row E1 corpus curated into dataset/e1 (render,
 hash, de-duplicate, split, write) in <= 300 s, with the curating process's peak RSS; loading
 the corpus and its Great Expectations suite are timed beside it.
 
@@ -22,8 +22,8 @@ Hostile replies (bench/hostile.py): every environment's scoring path over 20,000
 replies each; no reply may cost more than 100 ms of the scoring thread's CPU, with each
 completion parsed once for all rewards, timed beside parsing it again for each reward.
 
-Training (issue 6, bench/training.py): SFT tokens/s and GRPO completions/hour through the
-pipeline's own training entry point beside plain TRL; on a GPU also MFU, with the issue's
+Training (bench/training.py): SFT tokens/s and GRPO completions/hour through the
+pipeline's own training entry point beside plain TRL; on a GPU also MFU, with the
 targets (SFT >= 40% MFU, GRPO >= 250,000 completions/hour); on a CPU the figures are recorded.
 
     python bench/run.py [--only foundation|scoring|redteam|synthetic|curation|hostile|training]
@@ -50,7 +50,7 @@ TARGETS = {
     "definitions_load_s": 3.0,
     "e1_path_in_process_s": 30.0,
     "runner_examples_per_s": 50.0,
-    # Issue 7: loopback server adding 100 ms per call, on this 2-core machine.
+    # A loopback server adding 100 ms per call, on this 2-core machine.
     "scale_rollouts_per_hour": 500_000.0,
     "scale_peak_rss_mib": 1024.0,
 }
@@ -66,13 +66,13 @@ SYNTHETIC_TARGETS = {
 }
 
 CURATION_TARGETS = {
-    "curation_1m_s": 300.0,  # issue 5: curation of a 1M-row E1 corpus in <= 5 min on this 2-core machine
+    "curation_1m_s": 300.0,  # curation of a 1M-row E1 corpus in <= 5 min on this 2-core machine
 }
 
 REDTEAM_TARGETS = {
     "e4_rewards_per_s": 5_000.0,
     "safety_classifier_texts_per_s": 2_000.0,
-    # Issue 7: three-turn dialogues against the loopback model at 100 ms per call.
+    # Three-turn dialogues against the loopback model at 100 ms per call.
     "e5_dialogues_per_hour": 100_000.0,
 }
 
@@ -448,7 +448,7 @@ def bench_hostile(n: int = 20_000) -> dict:
 
 
 TRAINING_TARGETS = {
-    # Issue 6 on a lent H100 (only checked where CUDA is present; CPU figures are recorded).
+    # On a lent H100 (only checked where CUDA is present; CPU figures are recorded).
     "sft_mfu": 0.40,
     "grpo_completions_per_hour": 250_000.0,
 }

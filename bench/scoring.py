@@ -1,4 +1,4 @@
-"""E2 and E3 scoring throughput (issue 3), without model time: completions are prepared
+"""E2 and E3 scoring throughput, without model time: completions are prepared
 first, then scored the way an eval scores them (`await task.score(trace)` through the
 runner's `score_row`, many rollouts at once). Each measurement runs in its own process so
 its tool-result cache (SV_TOOL_CACHE) and in-memory memos start as stated:
@@ -202,7 +202,7 @@ def e4_completions(tasks: list, n: int, tag: str) -> list[tuple[object, str]]:
 
 def e4_scoring(n: int = 2000, cpu: int | None = None) -> dict:
     """E4 scoring throughput without model time, on ONE core (`cpu`, default the lowest
-    allowed), against the issue's target of 5,000 rollouts/s:
+    allowed), against the target of 5,000 rollouts/s:
 
       full_per_s      (a) `score_completion(task, completion)`: trace construction,
                       verifiers' `task.score` and the six rewards, as the pipeline scores

@@ -1,4 +1,4 @@
-"""Synthetic E1 generation throughput (issue 5): 100,000 rows generated, validated, labelled
+"""Synthetic E1 generation throughput: 100,000 rows generated, validated, labelled
 and written as Parquet, in chunks, in a fresh process; wall time and that process's peak RSS.
 
 The batch is what `synthetic/e1` makes, at benchmark size: half playbook flows, half

@@ -352,7 +352,7 @@ def test_cotraining_alternates_attacker_and_defender(trained, instance_of):
 
 
 def test_a_checkpoint_folder_is_a_registry_edit_away_from_an_eval(trained, instance_of, tmp_path):
-    """Issue 7's `local` backend: any checkpoint folder (or model id) served with transformers."""
+    """The `local` backend: any checkpoint folder (or model id) served with transformers."""
     # The checkpoint tiny-e1-sft's eval scored (a later test retrains checkpoint/e1/sft).
     folder = latest(instance_of, "eval/e1/tiny_e1_sft").asset_materialization.metadata["checkpoint_path"].value
     registry = tmp_path / "models.yaml"

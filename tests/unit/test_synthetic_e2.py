@@ -13,7 +13,7 @@ from sv_env_config_verification.patching import apply_patch
 from sv_env_config_verification.tools import ToolSuite, default_suite
 
 SEEDS = {seed.id: seed for seed in s.default_seeds()}
-CASES = [  # (seed, operator): Kubernetes and Terraform, each class the issue names
+CASES = [  # (seed, operator): Kubernetes and Terraform, each class of misconfiguration the generator makes
     ("template-statefulset", "privileged"),
     ("template-worker-pod", "host_network"),
     ("template-daemonset", "run_as_root"),
