@@ -298,7 +298,6 @@ def checkpoint_artifact(
         "gpu_hours": record.get("gpu_hours"),
         "device": record.get("device"),
         "steps": record.get("steps"),
-        "stopped_by_time": record.get("stopped_by_time"),
         "n_reward_errors": record.get("n_reward_errors"),
         "sample": sample,
     }

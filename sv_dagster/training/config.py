@@ -72,8 +72,9 @@ class SftConfig(_Strict):
     gradient_accumulation_steps: int = Field(1, ge=1)
     max_length: int = Field(512, ge=16)
     max_steps: int = Field(-1, ge=-1)
-    max_seconds: float = Field(300.0, gt=0)
-    """Wall-clock bound: training stops (and saves) after this many seconds."""
+    max_seconds: float | None = Field(None, gt=0)
+    """A guard, never a stopping rule (training stops by epochs or steps): a stage still
+    running after this many seconds fails, leaving no checkpoint. Unset: no limit."""
     warmup: float = Field(0.05, ge=0)
     packing: bool = False
     use_liger_kernel: bool = False
@@ -96,7 +97,8 @@ class GrpoConfig(_Strict):
     num_iterations: int = Field(1, ge=1)
     lr_scheduler: Literal["constant", "linear", "cosine"] = "constant"
     max_steps: int = Field(60, ge=1)
-    max_seconds: float = Field(300.0, gt=0)
+    max_seconds: float | None = Field(None, gt=0)
+    """As SFT's: past it the stage fails. Unset: no limit."""
     save_steps: int = Field(20, ge=1)
     use_vllm: bool = False
     vllm_mode: Literal["server", "colocate"] = "server"

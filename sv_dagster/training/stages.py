@@ -194,19 +194,25 @@ def _peft_config(config: TrainingConfig):
     )
 
 
-def _callbacks(max_seconds: float, report: Report):
+def wall_limit(config: TrainingConfig, stage: str) -> float | None:
+    """The time limit the stage's config sets (None: none)."""
+    return config.sft.max_seconds if stage == "sft" else config.grpo.max_seconds if stage.startswith("grpo") else None
+
+
+def _callbacks(max_seconds: float | None, report: Report):
     from transformers import TrainerCallback
 
     class WallClock(TrainerCallback):
-        """Stops training (the trainer then saves) once the stage's time budget is spent."""
+        """A time limit is a guard, never a stopping rule: past it, training halts and the
+        stage fails (`Stage.train`), so no checkpoint ever depends on the machine's load."""
 
         def __init__(self) -> None:
             self.started = time.time()
-            self.stopped_early = False
+            self.exceeded_at: tuple[int, int] | None = None
 
         def on_step_end(self, args, state, control, **kwargs):
-            if time.time() - self.started >= max_seconds:
-                self.stopped_early = True
+            if max_seconds is not None and time.time() - self.started >= max_seconds:
+                self.exceeded_at = (state.global_step, state.max_steps)
                 control.should_training_stop = True
             return control
 
@@ -302,6 +308,13 @@ class _Run:
         if self.resume_from:
             self.report("log", {"message": f"resuming {self.spec.stage} from {self.resume_from}"})
         result = trainer.train(resume_from_checkpoint=self.resume_from)
+        if wall.exceeded_at is not None:
+            step, total = wall.exceeded_at
+            raise StageError(
+                f"{self.spec.stage} ran past its time limit (max_seconds {wall_limit(self.config, self.spec.stage)}) "
+                f"at step {step}/{total}: the stage fails rather than keep a checkpoint that stopped early "
+                f"(its partial folder stays for a resume); raise or unset max_seconds"
+            )
         trainer.save_model(str(self.partial / "final"))
         tokenizer.save_pretrained(str(self.partial / "final"))
         metrics = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}
@@ -311,7 +324,6 @@ class _Run:
             self.device,
             metrics=metrics,
             steps=trainer.state.global_step,
-            stopped_by_time=wall.stopped_early,
             resumed_from=self.resume_from,
             **record,
         )

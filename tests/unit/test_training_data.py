@@ -48,7 +48,7 @@ def score(adapter: EnvRewardAdapter, env: str, examples) -> list[float]:
 def test_every_environment_has_a_valid_training_config():
     for env in ENVS:
         config = load_training_config(env)
-        assert config.env == env and config.sft.max_seconds > 0 and config.grpo.max_seconds > 0
+        assert config.env == env and config.sft.epochs > 0 and config.grpo.max_steps > 0
 
 
 def test_a_typo_in_a_training_config_fails_naming_the_file(tmp_path: Path):

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from sv_dagster.core.envs import ENVS
 from sv_dagster.core.models.registry import ModelSpec, Sampling
 from sv_dagster.training.config import load_training_config
 from sv_dagster.training.sft_data import build_examples, write_rows
-from sv_dagster.training.stages import CHECKPOINT_FILE, StageSpec, run_stage
+from sv_dagster.training.stages import CHECKPOINT_FILE, StageError, StageSpec, run_stage
 
 SMALL = {
     "vocab_size": 400,
@@ -38,7 +39,6 @@ def small_config(**overrides):
 @pytest.fixture(scope="module")
 def e1_data(tmp_path_factory) -> dict[str, Path]:
     """E1's bundled sample as tasks, SFT rows and GRPO prompts."""
-    from sv_dagster.core.envs import ENVS
     from sv_env_network_logs.taskset import bundled_dataset_path
 
     folder = tmp_path_factory.mktemp("e1")
@@ -165,12 +165,22 @@ def test_resume_skips_a_checkpoint_cut_off_while_saving(tmp_path: Path):
     assert _last_trl_checkpoint(tmp_path / "missing") is None
 
 
-def test_wall_clock_bound_stops_training(e1_data, base_model: Path, tmp_path: Path):
+def test_a_stage_past_its_time_limit_fails_and_keeps_no_checkpoint(e1_data, base_model: Path, tmp_path: Path):
     config = small_config(sft={"epochs": 100.0, "batch_size": 8, "max_seconds": 2})
-    record = run_stage(
-        spec("sft", config, tmp_path / "sft", base_model, {"train": str(e1_data["sft"])}, resume=False), quiet
-    )
-    assert record["stopped_by_time"] and record["wall_seconds"] < 60
+    started = time.time()
+    with pytest.raises(StageError, match=r"sft ran past its time limit \(max_seconds 2.0\) at step \d+/\d+"):
+        run_stage(
+            spec("sft", config, tmp_path / "sft", base_model, {"train": str(e1_data["sft"])}, resume=False), quiet
+        )
+    assert time.time() - started < 60  # halted at the limit, not after 100 epochs
+    assert not (tmp_path / "sft").exists()  # no finished-looking checkpoint
+    assert (tmp_path / "sft.partial").is_dir()  # what a resume continues from
+
+
+def test_training_configs_stop_by_steps_not_by_the_clock():
+    for env in ENVS:
+        config = load_training_config(env)
+        assert config.sft.max_seconds is None and config.grpo.max_seconds is None, env
 
 
 def test_local_backend_batches_concurrent_requests_and_fails_early_on_a_missing_checkpoint(
