@@ -194,10 +194,13 @@ def run_demo(job_name: str, verbose: bool = False) -> int:
     )
     code = _report(result, job_name, started)
     if job_name == "demo" and code == 0:  # the synthetic batches are daily partitions: a run of their own
-        from sv_dagster.jobs.synthetic import SYNTHETIC_JOB, run_synthetic_demo
+        from sv_dagster.jobs.synthetic import DEMO_PARTITION, SYNTHETIC_JOB, run_synthetic_demo
 
         ok, text = run_synthetic_demo(
-            dg.DagsterInstance.get(), defs.resolve_job_def(SYNTHETIC_JOB), run_config=console_logs(verbose)
+            dg.DagsterInstance.get(),
+            defs.resolve_job_def(SYNTHETIC_JOB),
+            partition=DEMO_PARTITION,
+            run_config=console_logs(verbose),
         )
         print(text)
         code = 0 if ok else 1
