@@ -52,8 +52,10 @@ def test_demo_prints_metrics_and_artifact_paths(isolated: Path):
     accuracy = float(row.split()[2])
     assert 0.0 < accuracy <= 1.0
     assert "sv-env-network-logs--heuristic" in out and "results.jsonl" in out
-    # ... then the day's synthetic batches and the training chain, whose table reads the evals
-    assert "== synthetic: synthetic_daily partition" in out
+    # ... then the pinned day's synthetic batches and the training chain, whose table reads the evals
+    from sv_dagster.jobs.synthetic import DEMO_PARTITION
+
+    assert f"== synthetic: synthetic_daily partition {DEMO_PARTITION} " in out
     trained = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("tiny-e1-")}
     assert set(trained) == {"tiny-e1-base", "tiny-e1-sft", "tiny-e1-rlft1"}
     reward = {name: float(cells[2]) for name, cells in trained.items()}  # model, n, mean reward [CI]
