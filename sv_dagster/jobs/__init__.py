@@ -20,7 +20,7 @@ from __future__ import annotations
 import dagster as dg
 
 from sv_dagster.assets.evals import eval_asset_key, rescore_asset_key
-from sv_dagster.assets.tournament import tournament_keys
+from sv_dagster.assets.tournament import tournament_key, tournament_keys
 from sv_dagster.assets.triage import triage_asset_key
 from sv_dagster.core.envs import EnvSpec, counterpart_pairs, pair_key, pair_label
 from sv_dagster.core.models.registry import ModelSpec
@@ -64,6 +64,11 @@ def eval_job(env: EnvSpec, models: dict[str, ModelSpec]) -> dg.UnresolvedAssetJo
     )
 
 
+def _tournaments() -> str:
+    """The tournaments named for job descriptions, e.g. "the E5<->E6 tournament"."""
+    return "the " + " and ".join(f"{pair_label(a, d)} tournament" for a, d in counterpart_pairs())
+
+
 def demo_job(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> dg.UnresolvedAssetJobDefinition:
     """Every environment's `eval_eN` in one run: what `make demo` executes."""
     selection = dg.AssetSelection.assets(*tournament_keys()).upstream()
@@ -73,9 +78,7 @@ def demo_job(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> dg.Unresolved
         name="demo",
         selection=selection,
         description="The embedded demo: each environment's default models (rule baselines and oracles) "
-        f"on its bundled SAMPLE data ({', '.join(env.short for env in envs)}), and the "
-        + " and ".join(f"{pair_label(a, d)} tournament" for a, d in counterpart_pairs())
-        + ".",
+        f"on its bundled SAMPLE data ({', '.join(env.short for env in envs)}), and {_tournaments()}.",
         tags={"sv/program": "demo"},
     )
 
@@ -84,12 +87,12 @@ def tournament_jobs() -> list[dg.UnresolvedAssetJobDefinition]:
     return [
         dg.define_asset_job(
             name=f"tournament_{pair_key(attack, defense)}",
-            selection=dg.AssetSelection.assets(key).upstream(),
+            selection=dg.AssetSelection.assets(tournament_key(attack, defense)).upstream(),
             description=f"{pair_label(attack, defense)} tournament: alternating attacker and defender rounds (models "
             "from the run config; the rule baselines by default).",
             tags={"sv/program": "tournament"},
         )
-        for (attack, defense), key in zip(counterpart_pairs(), tournament_keys())
+        for attack, defense in counterpart_pairs()
     ]
 
 
@@ -133,9 +136,7 @@ def program_jobs(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> list[dg.U
             | dg.AssetSelection.assets(*tournament_keys()).upstream()
             | dg.AssetSelection.assets(*sweep_triage, SCOREBOARD),
             config=_eval_config(sweep_evals, seed=STANDARD_SEED),
-            description="Full evals of the sweep models on every environment and the "
-            + " and ".join(f"{pair_label(a, d)} tournament" for a, d in counterpart_pairs())
-            + ".",
+            description=f"Full evals of the sweep models on every environment and {_tournaments()}.",
             tags={"sv/program": "biweekly_full_eval"},
         ),
         dg.define_asset_job(

@@ -194,11 +194,6 @@ def _peft_config(config: TrainingConfig):
     )
 
 
-def wall_limit(config: TrainingConfig, stage: str) -> float | None:
-    """The time limit the stage's config sets (None: none)."""
-    return config.sft.max_seconds if stage == "sft" else config.grpo.max_seconds if stage.startswith("grpo") else None
-
-
 def _callbacks(max_seconds: float | None, report: Report):
     from transformers import TrainerCallback
 
@@ -208,6 +203,7 @@ def _callbacks(max_seconds: float | None, report: Report):
 
         def __init__(self) -> None:
             self.started = time.time()
+            self.limit = max_seconds
             self.exceeded_at: tuple[int, int] | None = None
 
         def on_step_end(self, args, state, control, **kwargs):
@@ -311,7 +307,7 @@ class _Run:
         if wall.exceeded_at is not None:
             step, total = wall.exceeded_at
             raise StageError(
-                f"{self.spec.stage} ran past its time limit (max_seconds {wall_limit(self.config, self.spec.stage)}) "
+                f"{self.spec.stage} ran past its time limit (max_seconds {wall.limit}) "
                 f"at step {step}/{total}: the stage fails rather than keep a checkpoint that stopped early "
                 f"(its partial folder stays for a resume); raise or unset max_seconds"
             )
