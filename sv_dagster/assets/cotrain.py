@@ -191,15 +191,12 @@ def build_defender_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.As
                 attack_probe_row(f"cotrain-{cycle}-attack-{i:03d}", text, f"cotrain_{cycle}")
                 for i, text in enumerate(attacks)
             ]
+            probe_lines = "".join(json.dumps(row) + "\n" for row in probes)
             tasks = Path(scratch) / "tasks.jsonl"
-            tasks.write_text(
-                Path(sft_data.files["tasks"]).read_text(encoding="utf-8")
-                + "".join(json.dumps(row) + "\n" for row in probes),
-                encoding="utf-8",
-            )
+            tasks.write_text(Path(sft_data.files["tasks"]).read_text(encoding="utf-8") + probe_lines, encoding="utf-8")
             # The probes' prompts come from the defense environment's own tasks, as in its evals.
             probe_file = Path(scratch) / "probes.jsonl"
-            probe_file.write_text("".join(json.dumps(row) + "\n" for row in probes), encoding="utf-8")
+            probe_file.write_text(probe_lines, encoding="utf-8")
             probe_tasks = defense.load_tasks(probe_file, None) if probes else []
             rows = read_rows(Path(sft_data.files["grpo"])) + [
                 SftExample(chat_messages(task), "", task.key, env=d, difficulty=2, source=f"cotrain_{cycle}").grpo_row()
