@@ -242,7 +242,7 @@ def run_training_stage(
     counterpart_dir: str | None = None,
 ) -> dict[str, Any]:
     """Write the stage spec, launch the training process through Pipes, return its record."""
-    from sv_dagster.training.stages import StageSpec
+    from sv_dagster.training.stages import StageSpec, reward_errors_path
 
     track = tracking.settings(run_name=f"{out.parent.parent.name}-{stage}-{out.name}")
     spec = StageSpec(
@@ -266,7 +266,17 @@ def run_training_stage(
         if track["mode"] != "disabled"
         else {"TOKENIZERS_PARALLELISM": "false"}
     )
-    invocation = launcher.launch(context, str(spec_path), env)
+    errors_file = reward_errors_path(out)
+    errors_file.unlink(missing_ok=True)  # an earlier run's, never this one's
+    try:
+        invocation = launcher.launch(context, str(spec_path), env)
+    except dg.Failure as failure:
+        if not errors_file.is_file():
+            raise
+        raise dg.Failure(
+            failure.description,
+            metadata={"reward_errors": dg.MetadataValue.path(str(errors_file))},
+        ) from failure
     records = [
         m["record"] for m in invocation.get_custom_messages() if isinstance(m, dict) and m.get("kind") == "checkpoint"
     ]

@@ -99,6 +99,9 @@ class GrpoConfig(_Strict):
     max_steps: int = Field(60, ge=1)
     max_seconds: float | None = Field(None, gt=0)
     """As SFT's: past it the stage fails. Unset: no limit."""
+    max_scoring_error_rate: float = Field(0.01, ge=0, le=1)
+    """A completion whose scoring raises gets reward 0; past this fraction of such
+    completions the stage fails, since its rewards no longer measure the task."""
     save_steps: int = Field(20, ge=1)
     use_vllm: bool = False
     vllm_mode: Literal["server", "colocate"] = "server"

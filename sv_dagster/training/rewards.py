@@ -8,7 +8,8 @@ Dialogue environments play the sampled turn into the conversation first: E5's ta
 answers the attack (the rule defender unless another counterpart is given), E6's earlier
 turns come from the row.
 
-A completion whose scoring raises is recorded (`errors`) and scored 0; the run goes on.
+A completion whose scoring raises is recorded (`errors`) and scored 0; the run goes on,
+and the stage fails at its end when such completions exceed `max_scoring_error_rate`.
 """
 
 from __future__ import annotations

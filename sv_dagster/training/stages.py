@@ -5,7 +5,8 @@ at the end saves the final weights and `checkpoint.json` and renames the folder 
 so a process that dies never leaves a half-written checkpoint where a finished one is
 expected, and a re-run with `resume` continues from the last TRL checkpoint.
 
-Every stage is bounded by steps and by wall-clock seconds (whichever comes first).
+Stages stop by epochs or steps. A time limit, where set, is a guard: past it the stage
+fails. A GRPO stage also fails when too many completions could not be scored.
 """
 
 from __future__ import annotations
@@ -455,15 +456,42 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
         callbacks=[wall, stream],
     )
     _, record = run.train(trainer, tokenizer, wall, prompts=len(rows))
+    for error in rewards.errors[:20]:
+        report("log", {"message": f"reward error (scored 0): {error.env}/{error.task_key}: {error.error}"})
+    _fail_on_scoring_errors(run, rewards.scored, [e.as_dict() for e in rewards.errors], g.max_scoring_error_rate)
     record.update(  # what the reward adapter saw while training
         completions_scored=rewards.scored,
         reward_errors=[e.as_dict() for e in rewards.errors[:100]],
         n_reward_errors=len(rewards.errors),
         reward_weights={env: rewards.weights(env) for env in task_files},
     )
-    for error in rewards.errors[:20]:
-        report("log", {"message": f"reward error (scored 0): {error.env}/{error.task_key}: {error.error}"})
     return run.finish(record)
+
+
+def reward_errors_path(out: Path) -> Path:
+    """Where a GRPO stage writes every completion it could not score: beside the checkpoint
+    folder, so it outlives a stage that fails."""
+    return out.with_name(out.name + ".reward_errors.jsonl")
+
+
+def _fail_on_scoring_errors(run: _Run, scored: int, errors: list[dict[str, Any]], bound: float) -> None:
+    """Rewards of 0 for completions that could not be scored are not evidence about the
+    task: past `bound` of them the stage fails and its TRL checkpoints go, so a re-run
+    trains again instead of resuming past the errors."""
+    from sv_dagster.training.sft_data import write_rows
+
+    path = reward_errors_path(run.out)
+    path.unlink(missing_ok=True)
+    if not errors:
+        return
+    write_rows(path, errors)
+    rate = len(errors) / max(scored, 1)
+    if rate > bound:
+        shutil.rmtree(run.partial, ignore_errors=True)
+        raise StageError(
+            f"{run.spec.stage}: {len(errors)} of {scored} completions ({rate:.1%}) could not be scored, "
+            f"over max_scoring_error_rate {bound}: see {path}"
+        )
 
 
 def run_grpo_curriculum(spec: StageSpec, report: Report) -> dict[str, Any]:

@@ -177,6 +177,30 @@ def test_a_stage_past_its_time_limit_fails_and_keeps_no_checkpoint(e1_data, base
     assert (tmp_path / "sft.partial").is_dir()  # what a resume continues from
 
 
+def test_a_grpo_stage_fails_when_too_many_completions_cannot_be_scored(e1_data, base_model: Path, tmp_path: Path):
+    from sv_dagster.training.sft_data import read_rows
+
+    rows = read_rows(e1_data["grpo"])[:20]
+    assert len(rows) == 20
+    rows[0] = {**rows[0], "task_key": "no-such-task"}  # one prompt in 20: 5% of the completions
+    write_rows(tmp_path / "grpo.jsonl", rows)
+    data = {"train": str(tmp_path / "grpo.jsonl"), "tasks/e1": str(e1_data["tasks"])}
+    one_pass = {"max_steps": 1, "prompts_per_step": 20, "num_generations": 2}  # every prompt once
+    out = tmp_path / "grpo"
+    with pytest.raises(
+        StageError, match=r"grpo: 2 of 40 completions \(5.0%\) could not be scored, over max_scoring_error_rate 0.01"
+    ):
+        run_stage(spec("grpo", small_config(grpo=one_pass), out, base_model, data), quiet)
+    assert not out.exists() and not out.with_name("grpo.partial").exists()  # a re-run trains again
+    errors = read_rows(tmp_path / "grpo.reward_errors.jsonl")
+    assert [e["task_key"] for e in errors] == ["no-such-task"] * 2 and "KeyError" in errors[0]["error"]
+
+    loose = small_config(grpo={**one_pass, "max_scoring_error_rate": 0.1})
+    record = run_stage(spec("grpo", loose, out, base_model, data), quiet)
+    assert record["completions_scored"] == 40 and record["n_reward_errors"] == 2
+    assert len(read_rows(tmp_path / "grpo.reward_errors.jsonl")) == 2
+
+
 def test_training_configs_stop_by_steps_not_by_the_clock():
     for env in ENVS:
         config = load_training_config(env)
