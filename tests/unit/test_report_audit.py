@@ -23,6 +23,7 @@ from sv_dagster.core.reporting.reports import (
     load_record,
     monthly_report,
     reliability_figure,
+    scoreboard,
     scoreboard_markdown,
     weekly_markdown,
 )
@@ -177,6 +178,34 @@ def test_a_moved_outputs_folder_still_audits_because_links_are_relative(outputs:
     html = (moved / "reports" / "monthly" / "2026-11" / "report.html").read_text()
     assert str(tmp_path) not in html and str(tmp_path) not in (moved / REPORTS[2]).read_text()
     assert '<a href="../../../evals/e1--oracle/r1/summary.json">summary</a>' in html
+
+
+def test_the_scoreboard_ranks_only_evals_on_the_same_split_and_examples(tmp_path: Path):
+    def eval_on(name: str, split: str, ids: list[str], mean_reward: float) -> EvalRecord:
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "metadata.json").write_text(json.dumps({"dataset": {"split": split}}))
+        (folder / "results.jsonl").write_text("".join(json.dumps({"example_id": i}) + "\n" for i in ids))
+        (folder / "summary.json").write_text(json.dumps({"mean_reward": mean_reward, "n_examples": len(ids)}))
+        return load_record("e1", name, folder, 1_000, content_hash([folder]), RUN_A)
+
+    test_ids = [f"t{i}" for i in range(4)]
+    records = [
+        eval_on("heuristic", "test", test_ids, 0.5),
+        eval_on("oracle", "test", test_ids, 0.9),
+        eval_on("dev-run", "dev", ["d0", "d1"], 1.0),  # the best number, on other examples
+        eval_on("subset", "test", test_ids[:2], 0.95),
+    ]
+    rows = scoreboard(records)
+    ranks = {r["model"]: (r["split"], r["rank"]) for r in rows}
+    assert ranks == {"oracle": ("test", 1), "heuristic": ("test", 2), "dev-run": ("dev", 1), "subset": ("test", 1)}
+    text = scoreboard_markdown("e1", records, tmp_path)
+    titles = [line for line in text.splitlines() if line.startswith("## ")]
+    assert len(titles) == 3 and titles[0].startswith("## split test, 4 examples (set ")
+    assert {t.split(" (set")[0] for t in titles[1:]} == {"## split dev, 2 examples", "## split test, 2 examples"}
+    (tmp_path / "board.md").write_text(text)
+    audit = audit_report(tmp_path / "board.md")
+    assert audit.ok and audit.rows == 4
 
 
 def test_the_monthly_report_shows_the_promoted_checkpoint_as_current(outputs: Path):

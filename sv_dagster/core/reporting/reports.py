@@ -125,11 +125,51 @@ def ranked(records: Sequence[EvalRecord]) -> list[EvalRecord]:
     return sorted(latest.values(), key=lambda r: -(mean(r) if mean(r) is not None else float("-inf")))
 
 
+@dataclass(frozen=True)
+class ExampleSet:
+    """What an eval was scored on: its split and its exact example ids. Only evals on the
+    same set are ranked against each other (a dev run of 28 beside a test run of 56 is no
+    comparison)."""
+
+    split: str
+    n: int
+    digest: str
+
+    @property
+    def title(self) -> str:
+        return f"split {self.split}, {self.n} examples (set {self.digest})"
+
+
+def example_set(record: EvalRecord) -> ExampleSet:
+    import hashlib
+
+    metadata = record.run_dir / "metadata.json"
+    split = (json.loads(metadata.read_text()).get("dataset") or {}).get("split") if metadata.is_file() else None
+    results = record.run_dir / "results.jsonl"
+    rows = read_results(results, drop=("prompt", "completion", "parsed", "details")) if results.is_file() else []
+    ids = sorted(str(row.get("example_id")) for row in rows)
+    digest = hashlib.sha256("\n".join(ids).encode()).hexdigest()[:8]
+    return ExampleSet(split or "unknown", len(ids), digest)
+
+
+def comparable_groups(records: Sequence[EvalRecord]) -> list[tuple[ExampleSet, list[EvalRecord]]]:
+    """Records grouped by example set, each group `ranked`; the largest group first."""
+    groups: dict[ExampleSet, list[EvalRecord]] = defaultdict(list)
+    for record in records:
+        groups[example_set(record)].append(record)
+    ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0].split, -item[0].n, item[0].digest))
+    return [(key, ranked(group)) for key, group in ordered]
+
+
 def scoreboard(records: Sequence[EvalRecord]) -> list[dict[str, Any]]:
-    """Latest eval per model, best mean reward first, as JSON-ready rows."""
+    """Latest eval per model, ranked by mean reward among evals on the same example set,
+    as JSON-ready rows."""
     return [
         {
             "model": r.model,
+            "split": key.split,
+            "example_set": key.digest,
+            "rank": rank,
             "mean_reward": r.summary.get("mean_reward"),
             "mean_reward_ci95": (r.summary.get("ci95") or {}).get("mean_reward"),
             "accuracy": r.summary.get("accuracy"),
@@ -147,7 +187,8 @@ def scoreboard(records: Sequence[EvalRecord]) -> list[dict[str, Any]]:
             "metrics": {key: r.summary.get(key) for _, key in headline_columns(r.env)},
             "metrics_ci95": {key: (r.summary.get("ci95") or {}).get(key) for _, key in headline_columns(r.env)},
         }
-        for r in ranked(records)
+        for key, group in comparable_groups(records)
+        for rank, r in enumerate(group, start=1)
     ]
 
 
@@ -161,21 +202,25 @@ def headline_columns(env: str) -> list[tuple[str, str]]:
 
 
 def scoreboard_markdown(env: str, records: Sequence[EvalRecord], base: Path) -> str:
-    """One table row per model (`ranked`), its cells rendered from the summary it links to."""
+    """One table per example set (`comparable_groups`), one row per model, its cells
+    rendered from the summary it links to."""
     cells = row_cells("scoreboard", env)
-    lines = [
-        f"# Scoreboard: {env}",
-        "",
-        "| # | model | " + " | ".join(cells) + " | run | data version | eval |",
-        "|---" * (len(cells) + 5) + "|",
-    ]
-    for rank, r in enumerate(ranked(records), start=1):
-        lines.append(
-            f"| {rank} | {r.model}{' (sample)' if r.summary.get('sample') else ''} | "
-            + " | ".join(render([r.summary]) for render in cells.values())
-            + f" | {source_cells(r.run_id, r.data_version)} | [summary]({_link(r, base)}) |"
-        )
-    return "\n".join(lines) + "\n"
+    lines = [f"# Scoreboard: {env}", ""]
+    for key, group in comparable_groups(records):
+        lines += [
+            f"## {key.title}",
+            "",
+            "| # | model | " + " | ".join(cells) + " | run | data version | eval |",
+            "|---" * (len(cells) + 5) + "|",
+        ]
+        for rank, r in enumerate(group, start=1):
+            lines.append(
+                f"| {rank} | {r.model}{' (sample)' if r.summary.get('sample') else ''} | "
+                + " | ".join(render([r.summary]) for render in cells.values())
+                + f" | {source_cells(r.run_id, r.data_version)} | [summary]({_link(r, base)}) |"
+            )
+        lines.append("")
+    return "\n".join(lines)
 
 
 def _with_ci(value: Any, ci: list[float] | None) -> str:
