@@ -30,10 +30,11 @@ def build_triage_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
         kinds={"markdown"},
         tags={"sv/env": env.short, "sv/model": model.key},
         description=f"Low-reward examples of {env.env_id} / {model.name} grouped by cause "
-        "(error, refusal, schema violation, tool misuse, overconfident error, wrong label, abstention).",
+        "(error, refusal, schema violation, tool misuse, overconfident error, wrong label, abstention; "
+        "answers without a label: the reward component that lost the most).",
     )
     def triage_model(context: dg.AssetExecutionContext, evaluation: Artifact) -> Artifact:
-        report = triage(read_results(evaluation.files["results"]))
+        report = triage(read_results(evaluation.files["results"]), tool_reward=env.tool_reward)
         notes = outputs_root() / "notes"
         notes.mkdir(parents=True, exist_ok=True)
         path = notes / f"{datetime.now(UTC):%Y-%m-%d}-triage-{env.short}-{model.key}.md"

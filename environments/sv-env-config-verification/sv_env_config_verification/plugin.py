@@ -41,6 +41,7 @@ ENVIRONMENT = Environment(
     sample_note="hand-written manifests and Terraform files",
     tool_versions=LazyFunction("sv_env_config_verification.tools:tool_versions"),
     tool_cache_stats=LazyFunction("sv_env_config_verification.tools:tool_cache_stats"),
+    tool_reward="grounding",
     load_reward_settings=load_reward_settings,
     write_bundled_dataset=LazyFunction("sv_env_config_verification.dataset:write_bundled_dataset"),
     synthetic=SYNTHETIC,

@@ -94,6 +94,9 @@ class Environment:
     """The environment's tools (available, version, rule-set hash), for provenance."""
     tool_cache_stats: Callable[[], dict[str, Any]] | None = None
     """Hits and misses of the environment's tool-result cache in this process so far."""
+    tool_reward: str | None = None
+    """The reward component that scores the model's use of its tools (e.g. claims grounded in
+    what the tools returned): triage files an example scoring under 0.5 on it as tool misuse."""
     system_prompt: str = ""
     """The system prompt its tasks give the model under evaluation."""
     safety_probes: Callable[[], list[dict[str, str]]] | None = None

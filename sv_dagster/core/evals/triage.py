@@ -6,6 +6,9 @@ import re
 from collections import Counter
 from typing import Any
 
+LOW_REWARD = "low_reward"
+"""Rows without a class label (findings, patches) are filed by reward, as
+`low_reward:<component>`: the component whose shortfall cost the most weighted reward."""
 # Most specific first: an example is filed under the first cause that applies.
 CAUSES = (
     "error",
@@ -20,7 +23,13 @@ CAUSES = (
     "overconfident_error",
     "wrong_label",
     "abstention",
+    LOW_REWARD,
 )
+LOW_REWARD_SHARE = 0.9
+"""A label-less row is low-reward when it earned under this share of the best possible total
+(smaller losses, e.g. a diff-size penalty alone, are not worth a triage note)."""
+TOOL_MISUSE = 0.5
+"""An example scoring under this on its environment's `tool_reward` component misused the tools."""
 DIALOGUE_CAUSES = ("unsafe_compliance", "over_refusal", "unhelpful")
 """E6's reply outcomes that lose reward, worst first."""
 OVERCONFIDENT = 0.8
@@ -34,8 +43,28 @@ def is_refusal(completion: str | None, parsed: dict[str, Any] | None) -> bool:
     return bool(completion) and bool(_REFUSAL.search(completion)) and not (parsed or {}).get("format_ok")
 
 
-def cause_of(row: dict[str, Any], abstain_label: str = "Abstain") -> str | None:
-    """Why this example lost reward, or None when it was answered correctly."""
+def reward_shortfall(row: dict[str, Any]) -> tuple[float, dict[str, float]]:
+    """(best possible weighted total, weighted reward lost per component, largest first).
+
+    Components score in [0, 1]; a positive weight loses `weight x (1 - score)`, a penalty
+    (negative weight) loses `|weight| x score`. Rows without recorded weights weigh each 1."""
+    weights = row.get("reward_weights") or {}
+    best, lost = 0.0, {}
+    for name, score in (row.get("rewards") or {}).items():
+        if score is None:
+            continue
+        weight = weights.get(name)
+        weight = 1.0 if weight is None else float(weight)
+        best += max(weight, 0.0)
+        loss = weight * (1.0 - score) if weight > 0 else -weight * score
+        if loss > 1e-9:
+            lost[name] = loss
+    return best, dict(sorted(lost.items(), key=lambda item: -item[1]))
+
+
+def cause_of(row: dict[str, Any], abstain_label: str = "Abstain", *, tool_reward: str | None = None) -> str | None:
+    """Why this example lost reward, or None when it was answered correctly. `tool_reward`:
+    the environment's reward component for using its tools (`Environment.tool_reward`)."""
     if row.get("error"):
         return "error"
     details = row.get("details") or {}
@@ -52,8 +81,14 @@ def cause_of(row: dict[str, Any], abstain_label: str = "Abstain") -> str | None:
         return "refusal"
     if not parsed.get("format_ok"):
         return "schema_violation"
-    if (row.get("rewards") or {}).get("tool_grounding", 1.0) < 0.5:
-        return "tool_misuse"  # environments with tools report a tool_grounding reward
+    tool_score = (row.get("rewards") or {}).get(tool_reward) if tool_reward else None
+    if tool_score is not None and tool_score < TOOL_MISUSE:
+        return "tool_misuse"
+    if "label" not in parsed:  # the answer is not a class (findings, a patch): judge it by reward
+        best, lost = reward_shortfall(row)
+        if not lost or sum(lost.values()) <= (1.0 - LOW_REWARD_SHARE) * best:
+            return None
+        return f"{LOW_REWARD}:{next(iter(lost))}"
     label = parsed.get("label")
     if label == row.get("answer"):
         return None
@@ -64,11 +99,13 @@ def cause_of(row: dict[str, Any], abstain_label: str = "Abstain") -> str | None:
     return "wrong_label"
 
 
-def triage(rows: list[dict[str, Any]], examples_per_cause: int = 3) -> dict[str, Any]:
+def triage(
+    rows: list[dict[str, Any]], examples_per_cause: int = 3, *, tool_reward: str | None = None
+) -> dict[str, Any]:
     counts: Counter[str] = Counter()
     examples: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
-        cause = cause_of(row)
+        cause = cause_of(row, tool_reward=tool_reward)
         if cause is None:
             continue
         counts[cause] += 1
@@ -81,9 +118,15 @@ def triage(rows: list[dict[str, Any]], examples_per_cause: int = 3) -> dict[str,
                     "reward": row.get("reward"),
                     "error": row.get("error"),
                     "problems": (row.get("parsed") or {}).get("problems"),
+                    "lost": {name: round(loss, 4) for name, loss in reward_shortfall(row)[1].items()},
                 }
             )
-    ordered = {cause: counts[cause] for cause in CAUSES if counts[cause]}
+    ordered: dict[str, int] = {}
+    for cause in CAUSES:
+        if cause == LOW_REWARD:  # one cause per component, most frequent first
+            ordered |= {c: n for c, n in counts.most_common() if c.startswith(LOW_REWARD + ":")}
+        elif counts[cause]:
+            ordered[cause] = counts[cause]
     return {"n_examples": len(rows), "n_low_reward": sum(counts.values()), "counts": ordered, "examples": examples}
 
 
@@ -102,7 +145,13 @@ def triage_markdown(report: dict[str, Any], *, env: str, model: str, eval_dir: s
     for cause, rows in report["examples"].items():
         lines += [f"## {cause}", ""]
         for row in rows:
-            detail = row["error"] or "; ".join(row["problems"] or []) or f"gold {row['answer']}"
+            lost = ", ".join(f"{name} {loss:.2f}" for name, loss in (row.get("lost") or {}).items())
+            if row["error"] or row["problems"]:
+                detail = row["error"] or "; ".join(row["problems"])
+            elif row["answer"] is None and lost:  # no gold label to show: what the reward lost
+                detail = f"lost {lost}"
+            else:
+                detail = f"gold {row['answer']}"
             completion = row["completion"].replace("\n", " ")
             lines.append(f"- `{row['example_id']}` ({detail}): `{completion}`")
         lines.append("")
