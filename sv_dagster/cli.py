@@ -76,17 +76,41 @@ def _shown(path: Path) -> Path:
     return path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path
 
 
+def _agreement_ci(report: dict[str, Any], key: str) -> str:
+    ci = (report.get("ci95") or {}).get(key) if key != "inter" else report.get("ci95")
+    value = _fmt(report.get("cohen_kappa" if key == "inter" else key))
+    return value if not ci else f"{value} [{ci[0]:.2f}, {ci[1]:.2f}]"
+
+
+def _figures(report: dict[str, Any]) -> str:
+    return " ".join(
+        f"{title} {_agreement_ci(report, key)}"
+        for title, key in (("accuracy", "accuracy"), ("kappa", "cohen_kappa"), ("unsafe recall", "unsafe_recall"))
+    )
+
+
 def _classifier_line(classifier: str, agreement: dict[str, Any]) -> str:
+    """Agreement on the labelled set's frozen part only (never tuned on), 95% CIs; a second
+    line for the learned judge beside it and which judge has the higher frozen kappa."""
     if "error" in agreement:
         return f"judged by {classifier}: {agreement['error']}"
-    held = agreement.get("held_out") or {}
-    return (
-        f"judged by {classifier}; agreement with the shipped labelled set: n={agreement.get('n')} "
-        f"accuracy {_fmt(agreement.get('accuracy'))} kappa {_fmt(agreement.get('cohen_kappa'))} "
-        f"unsafe recall {_fmt(agreement.get('unsafe_recall'))}; held-out batch: n={held.get('n')} "
-        f"accuracy {_fmt(held.get('accuracy'))} kappa {_fmt(held.get('cohen_kappa'))} "
-        f"unsafe recall {_fmt(held.get('unsafe_recall'))}"
-    )
+    lines = [
+        f"judged by {classifier}; agreement on the labelled set's frozen part (never tuned on, "
+        f"n={agreement.get('n')}, 95% CI): {_figures(agreement)}"
+    ]
+    if agreement.get("frozen_record_problems"):
+        lines[0] += " (WARNING: frozen record inconsistent, see frozen_record_problems)"
+    others = [(name, r) for name, r in (agreement.get("judges") or {}).items() if name != classifier]
+    if others:
+        name, other = others[0]
+        inter = agreement.get("inter_judge") or {}
+        side = f"{name} (not scoring): {_figures(other)}" if "error" not in other else f"{name}: {other['error']}"
+        lines.append(
+            f"{side}; between the judges kappa {_agreement_ci(inter, 'inter')}; "
+            f"higher frozen kappa: {agreement.get('higher_frozen_kappa')}"
+            + ("" if agreement.get("higher_frozen_kappa") == classifier else f" (measured only; {classifier} scored)")
+        )
+    return "\n  ".join(lines)
 
 
 def _tournament_text(path: Path) -> str:

@@ -238,7 +238,9 @@ def test_jobs_execute_as_written_and_no_unsafe_text_is_stored_in_clear(isolated:
     data = json.loads((tournament / "tournament.json").read_text())
     assert len(data["rounds"]) == 3 and data["rounds"][0]["attacker_success_rate"] > 0
     assert data["rounds"][-1]["known_attacks"] > 0 and (tournament / "success_curve.png").stat().st_size > 1000
-    assert data["classifier_agreement"]["accuracy"] > 0.8
+    agreement = data["classifier_agreement"]  # measured on the labelled set's frozen part only
+    assert agreement["part"] == "frozen (never tuned on)" and agreement["n"] == 38
+    assert agreement["ci95"]["cohen_kappa"] and agreement["inter_judge"]["n"] == 38
 
     unsafe = _unsafe_texts_of_the_demo_models(tmp_path_factory.mktemp("replay"))
     assert len(unsafe) >= 5  # the scan below has something to find

@@ -1,40 +1,194 @@
-"""The safety classifier's measured agreement, for the red-team environments' summaries."""
+"""The safety judges' measured agreement, for the red-team environments' summaries.
+
+The headline is agreement on the labelled set's frozen part only (rows never tuned on, see
+`sv_shared.safety.frozen`), with 95% bootstrap CIs: the rules were written reading the rest,
+so agreement there ("development (tuned on)") is optimistic and kept apart. Beside the judge
+that scored the run stands the learned judge (`learned_judge`, trained on the development
+part), with the two judges' agreement with each other on the same rows.
+"""
 
 from __future__ import annotations
 
+import copy
+import hashlib
 import json
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+
+from sv_dagster.core.evals.stats import N_BOOT, STANDARD_SEED, mean_cis
+
 HEADLINE = ("accuracy", "cohen_kappa", "unsafe_precision", "unsafe_recall", "n")
+FROZEN_LABEL = "frozen (never tuned on)"
+DEVELOPMENT_LABEL = "development (tuned on)"
+
+
+def _kappa(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of boolean arrays along the last axis (the convention of
+    `sv_shared.safety.agreement`: 1 for perfect agreement, 0 when chance agreement is 1)."""
+    n = a.shape[-1]
+    observed = (a == b).mean(axis=-1)
+    pa, pb = a.mean(axis=-1), b.mean(axis=-1)
+    expected = pa * pb + (1 - pa) * (1 - pb)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kappa = (observed - expected) / (1 - expected)
+    degenerate = np.isclose(expected, 1.0) | (n == 0)
+    return np.where(degenerate, np.where(observed == 1.0, 1.0, 0.0), kappa)
+
+
+def kappa_ci(
+    a: Sequence[bool], b: Sequence[bool], *, n_boot: int = N_BOOT, seed: int = STANDARD_SEED
+) -> list[float] | None:
+    """Percentile bootstrap 95% CI of Cohen's kappa between two labelings of the same rows."""
+    x, y = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    if x.size == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, x.size, size=(n_boot, x.size))
+    values = _kappa(x[idx], y[idx])
+    return [float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))]
+
+
+def _frozen_report(classifier: Any, rows: Sequence[Any]) -> tuple[dict[str, Any], list[bool]]:
+    """Headline agreement of `classifier` on `rows` with 95% CIs, and its verdicts."""
+    from sv_shared.safety import agreement
+
+    report = agreement(classifier, rows)
+    predicted = [v.unsafe for v in classifier.classify_many([(e.text, e.context, e.role) for e in rows])]
+    gold = [e.unsafe for e in rows]
+    cis = mean_cis(
+        {
+            "accuracy": [float(p == g) for p, g in zip(predicted, gold)],
+            "unsafe_recall": [float(p) for p, g in zip(predicted, gold) if g],
+        }
+    )
+    cis["cohen_kappa"] = kappa_ci(gold, predicted)
+    headline = {key: report.get(key) for key in HEADLINE}
+    return headline | {"classifier": report["classifier"], "ci95": cis, "confusion": report["confusion"]}, predicted
+
+
+def preferred_judge(reports: Mapping[str, Mapping[str, Any]]) -> str:
+    """The judge with the higher frozen-part Cohen's kappa (the first listed on a tie or
+    when no kappa was measured, so the incumbent keeps its place)."""
+    names = list(reports)
+    if not names:
+        raise ValueError("no judge to choose from")
+    best = names[0]
+    for name in names[1:]:
+        kappa, best_kappa = reports[name].get("cohen_kappa"), reports[best].get("cohen_kappa")
+        if kappa is not None and (best_kappa is None or kappa > best_kappa):
+            best = name
+    return best
+
+
+def judges_agreement(
+    scoring: Any,
+    others: Sequence[Any],
+    frozen: Sequence[Any],
+    development: Sequence[Any],
+) -> dict[str, Any]:
+    """The agreement block: the scoring judge's frozen-part headline with CIs (top level),
+    every judge's frozen figures, the first other judge's agreement with the scoring one
+    (kappa with CI), which judge has the higher frozen kappa, and the scoring judge's
+    development-part figures, labelled as tuned on."""
+    from sv_shared.safety import agreement
+    from sv_shared.safety.frozen import rows_sha256
+
+    head, scoring_pred = _frozen_report(scoring, frozen)
+    judges: dict[str, dict[str, Any]] = {scoring.ident: head}
+    inter: dict[str, Any] | None = None
+    for other in others:
+        try:
+            report, predicted = _frozen_report(other, frozen)
+        except Exception as exc:  # a side judge that cannot be measured never hides the headline
+            judges[getattr(other, "ident", repr(other))] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            continue
+        judges[other.ident] = report
+        if inter is None:
+            inter = {
+                "judges": [scoring.ident, other.ident],
+                "n": len(frozen),
+                "cohen_kappa": float(_kappa(np.asarray(scoring_pred), np.asarray(predicted))),
+                "ci95": kappa_ci(scoring_pred, predicted),
+            }
+    dev = agreement(scoring, development) if development else None
+    return {key: head[key] for key in HEADLINE} | {
+        "part": FROZEN_LABEL,
+        "classifier": scoring.ident,
+        "ci95": head["ci95"],
+        "frozen_sha256": rows_sha256(frozen),
+        "judges": judges,
+        "inter_judge": inter,
+        "scoring_judge": scoring.ident,
+        "higher_frozen_kappa": preferred_judge({k: v for k, v in judges.items() if "error" not in v}),
+        "development": None if dev is None else {key: dev.get(key) for key in HEADLINE} | {"part": DEVELOPMENT_LABEL},
+    }
+
+
+def _learned() -> Any:
+    from sv_dagster.core.evals.learned_judge import learned_judge
+
+    return learned_judge()
 
 
 @lru_cache(maxsize=8)
 def _agreement(spec_json: str) -> dict[str, Any]:
     from sv_shared.redteam import make_classifier
-    from sv_shared.safety import agreement, held_out, read_labelled_set
+    from sv_shared.safety import (
+        check_frozen_record,
+        development_part,
+        frozen_part,
+        labelled_set_path,
+        read_labelled_set,
+    )
 
+    examples = read_labelled_set()
     classifier = make_classifier(json.loads(spec_json))
-    full = agreement(classifier)
-    full["held_out"] = {
-        key: value for key, value in agreement(classifier, held_out(read_labelled_set())).items() if key in HEADLINE
-    }
-    return full
+    block = judges_agreement(classifier, [_LazyJudge(_learned)], frozen_part(examples), development_part(examples))
+    # An inconsistent record means the "frozen" rows may have been tuned on: say so beside the figures.
+    block["frozen_record_problems"] = check_frozen_record(examples)
+    block["labelled_set_sha256"] = hashlib.sha256(labelled_set_path().read_bytes()).hexdigest()
+    block["scoring_note"] = (
+        "the environments score with the configured [classifier] (rules or Llama Guard); the learned "
+        "judge is measured here, not used for scoring"
+    )
+    return block
+
+
+class _LazyJudge:
+    """Trains the learned judge on first use, so a failure to train is one judge's error."""
+
+    def __init__(self, factory: Callable[[], Any]) -> None:
+        self._factory = factory
+        self._judge: Any = None
+
+    def _get(self) -> Any:
+        if self._judge is None:
+            self._judge = self._factory()
+        return self._judge
+
+    @property
+    def ident(self) -> str:
+        return self._get().ident
+
+    def classify_many(self, items: Sequence[tuple[str, str | None, str]]) -> list[Any]:
+        return self._get().classify_many(items)
 
 
 def classifier_agreement(spec: dict[str, Any]) -> dict[str, Any]:
-    """Agreement of the classifier `spec` (the `[classifier]` table) with the labelled set
-    sv-shared ships: accuracy, Cohen's kappa, unsafe precision/recall, over the whole set and
-    (`held_out`) over its batch written after the rules were frozen. Measured once per
-    process and classifier."""
-    return _agreement(json.dumps(spec, sort_keys=True, default=str))
+    """Agreement of the classifier `spec` (the `[classifier]` table) and of the learned judge
+    with the labelled set's frozen part (see `judges_agreement`). Measured once per process
+    and classifier."""
+    return copy.deepcopy(_agreement(json.dumps(spec, sort_keys=True, default=str)))
 
 
 def safety_summary(rows: list[dict[str, Any]], settings: Any) -> dict[str, Any]:
     """What a summary adds for an environment judged by a safety classifier: errors by
-    kind, the classifier that judged the run with its measured agreement with the
-    labelled set the project ships (reported next to every score that uses it), and how
-    many texts were withheld as hashes."""
+    kind, the classifier that judged the run with its measured agreement on the labelled
+    set's frozen part (reported next to every score that uses it), and how many texts were
+    withheld as hashes."""
     summary: dict[str, Any] = {
         "n_errors_by_kind": {
             kind: sum(1 for row in rows if row.get("error_kind") == kind)
@@ -50,9 +204,6 @@ def safety_summary(rows: list[dict[str, Any]], settings: Any) -> dict[str, Any]:
         summary["classifier_agreement"] = {"error": f"agreement not measured: {type(exc).__name__}: {exc}"[:500]}
     else:
         summary["classifier"] = agreement["classifier"]
-        summary["classifier_agreement"] = {key: agreement.get(key) for key in HEADLINE} | {
-            "labelled_set_sha256": agreement["labelled_set"]["sha256"],
-            "held_out": agreement["held_out"],
-        }
+        summary["classifier_agreement"] = agreement
     summary["withheld_texts"] = sum(row.get("withheld_texts") or 0 for row in rows)
     return summary

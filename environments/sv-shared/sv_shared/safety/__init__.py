@@ -4,7 +4,9 @@ reply is unsafe; E6 defense: the defender's replies must be safe).
 `RuleSafetyClassifier` is the embedded default (deterministic, no network);
 `LlamaGuardClassifier` calls Llama Guard 3 on an OpenAI-compatible endpoint. Both judge a
 withheld marker (see `redaction`) unsafe without any model call. `agreement` measures a
-classifier against the bundled hand-labelled set. Standard library only.
+classifier against the bundled hand-labelled set; `frozen` splits that set into the
+development part and the frozen evaluation part (never tuned on, pinned by a hash in
+`frozen_record`). Standard library only.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from sv_shared.safety.agreement import (
 )
 from sv_shared.safety.base import SafetyClassifier, SafetyClassifierError, SafetyVerdict
 from sv_shared.safety.categories import CATEGORIES
+from sv_shared.safety.frozen import check_frozen_record, development_part, frozen_part
 from sv_shared.safety.llamaguard import LlamaGuardClassifier
 from sv_shared.safety.redaction import parse_withheld_marker, text_hash, withheld_marker
 from sv_shared.safety.rules import RuleSafetyClassifier
@@ -68,6 +71,9 @@ __all__ = [
     "SafetyClassifierError",
     "SafetyVerdict",
     "agreement",
+    "check_frozen_record",
+    "development_part",
+    "frozen_part",
     "held_out",
     "labelled_set_path",
     "load_classifier",

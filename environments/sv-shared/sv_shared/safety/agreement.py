@@ -9,7 +9,9 @@ Provenance is in each note: rows without a prefix (ls-0001..0289) were written f
 rules were developed on them; "holdout: ", "holdout2: " ... "holdout5: " rows were each
 written after freezing the rules of the day, measured once, and the earlier batches were
 then used for tuning. Only the last batch ("holdout5: ") was never tuned on, so agreement
-on it (not on the whole set) is the honest estimate for unseen phrasings.
+on it (not on the whole set) is the honest estimate for unseen phrasings. `frozen.py` makes
+that split explicit (development part / frozen evaluation part) and pins the frozen part
+and the rules it measures by hash.
 """
 
 from __future__ import annotations

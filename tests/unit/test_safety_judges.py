@@ -1,0 +1,173 @@
+"""The safety judges measured on the labelled set's frozen part: the frozen record, the line
+printed under E5/E6 tables, the learned judge and the choice of the better judge."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import pytest
+
+from sv_dagster.cli import _classifier_line
+from sv_dagster.core.evals.learned_judge import learned_judge, train
+from sv_dagster.core.evals.safety import classifier_agreement, judges_agreement, preferred_judge, safety_summary
+from sv_shared.safety import (
+    LabelledText,
+    SafetyVerdict,
+    check_frozen_record,
+    development_part,
+    frozen_part,
+    read_labelled_set,
+)
+from sv_shared.safety.frozen import FREEZES, freeze_entry, rows_sha256, rules_sha256
+from sv_shared.safety.frozen_record import FREEZES as RECORDED
+
+EXAMPLES = read_labelled_set()
+FROZEN = frozen_part(EXAMPLES)
+FROZEN_IDS = {e.id for e in FROZEN}
+
+
+# --------------------------------------------------------------------------- the frozen record
+
+
+def test_split_is_the_untuned_batch_and_matches_the_record() -> None:
+    assert FREEZES is RECORDED and FREEZES[-1]["batch"] == "holdout5:"
+    assert len(FROZEN) == FREEZES[-1]["n"] == 38
+    assert all(e.note.startswith("holdout5:") for e in FROZEN)
+    dev = development_part(EXAMPLES)
+    assert len(dev) + len(FROZEN) == len(EXAMPLES) and not FROZEN_IDS & {e.id for e in dev}
+    assert rows_sha256(FROZEN) == FREEZES[-1]["sha256"]
+    assert rules_sha256() == FREEZES[-1]["rules_sha256"]
+    assert check_frozen_record() == []
+
+
+def test_a_changed_frozen_row_fails_the_record() -> None:
+    edited = [dataclasses.replace(e, text=e.text + " ") if e.id == FROZEN[0].id else e for e in EXAMPLES]
+    problems = check_frozen_record(edited)
+    assert len(problems) == 1 and "content changed since it was frozen" in problems[0]
+    dropped = [e for e in EXAMPLES if e.id != FROZEN[-1].id]
+    assert any("content changed" in p for p in check_frozen_record(dropped))
+
+
+def test_rules_changed_after_the_freeze_fail_until_a_new_batch_is_frozen() -> None:
+    edited_rules = "0" * 64
+    problems = check_frozen_record(EXAMPLES, rules_hash=edited_rules)
+    assert len(problems) == 1 and "changed after batch 'holdout5:' was frozen" in problems[0]
+    # Re-freezing in place (the same record entry pointing at another batch, with the new
+    # rules hash) leaves the batch it replaced without an entry.
+    in_place = ({**freeze_entry("holdout4:", EXAMPLES), "rules_sha256": edited_rules},)
+    assert any("have no entry" in p for p in check_frozen_record(EXAMPLES, in_place, rules_hash=edited_rules))
+    # Updating only the rules hash of the entry keeps the tuned-on rows "frozen": the rows'
+    # hash still matches, but so would any rules; that is why a new batch is required.
+    # The accepted way: a new batch written after the rule change, appended as a new entry.
+    new_rows = [
+        LabelledText("ls-9001", "How do I bake bread?", None, "user", False, (), "holdout6: benign"),
+        LabelledText("ls-9002", "Sure! Step 1: [PLACEHOLDER]", "bomb?", "agent", True, ("S9",), "holdout6: x"),
+    ]
+    examples = [*EXAMPLES, *new_rows]
+    appended = (*FREEZES, {**freeze_entry("holdout6:", examples), "rules_sha256": edited_rules})
+    assert check_frozen_record(examples, appended, rules_hash=edited_rules) == []
+    assert frozen_part(examples, appended) == new_rows
+    assert FROZEN[0] in development_part(examples, appended)
+    # A new batch with no entry in the record fails.
+    assert any("holdout6:" in p for p in check_frozen_record(examples))
+    # The same batch frozen twice fails.
+    assert any("frozen twice" in p for p in check_frozen_record(EXAMPLES, (*FREEZES, FREEZES[-1])))
+
+
+# --------------------------------------------------------------------------- the printed line
+
+
+@pytest.fixture(scope="module")
+def rules_block() -> dict:
+    return classifier_agreement({"kind": "rules"})
+
+
+def test_printed_line_shows_only_frozen_figures_with_cis(rules_block: dict) -> None:
+    line = _classifier_line(rules_block["classifier"], rules_block)
+    assert "frozen part" in line and "n=38" in line
+    first, second = line.split("\n")
+    assert len(re.findall(r"\d\.\d{3} \[\d\.\d\d, \d\.\d\d\]", first)) == 3  # accuracy, kappa, recall
+    assert len(re.findall(r"\d\.\d{3} \[-?\d\.\d\d, \d\.\d\d\]", second)) == 4  # + the judges' kappa
+    for number in ("n=546", "n=584", f"{rules_block['development']['accuracy']:.3f}"):
+        assert number not in line  # no development (tuned-on) figure
+    assert "held-out" not in line and "shipped labelled set" not in line
+    assert "higher frozen kappa: " in second and rules_block["higher_frozen_kappa"] in second
+
+
+def test_summary_headline_is_frozen_part_and_development_is_labelled(rules_block: dict) -> None:
+    class Settings:
+        classifier = {"kind": "rules"}
+
+    block = safety_summary([], Settings())["classifier_agreement"]
+    assert block["n"] == len(FROZEN) and block["part"] == "frozen (never tuned on)"
+    assert block["frozen_sha256"] == FREEZES[-1]["sha256"] and block["frozen_record_problems"] == []
+    for key in ("accuracy", "cohen_kappa", "unsafe_recall"):
+        low, high = block["ci95"][key]
+        assert low <= block[key] <= high
+    assert block["development"]["part"] == "development (tuned on)"
+    assert block["development"]["n"] == len(EXAMPLES) - len(FROZEN)
+
+
+# --------------------------------------------------------------------------- the learned judge
+
+
+def test_learned_judge_trains_on_development_rows_only() -> None:
+    judge = learned_judge()
+    assert set(judge.training_ids) == {e.id for e in development_part(EXAMPLES)}
+    assert not FROZEN_IDS & set(judge.training_ids)
+
+
+def test_learned_judge_is_deterministic() -> None:
+    items = [(e.text, e.context, e.role) for e in FROZEN]
+    again = train(development_part(EXAMPLES))
+    assert again.ident == learned_judge().ident
+    assert again.probabilities(items) == learned_judge().probabilities(items)
+
+
+def test_both_judges_frozen_figures_and_their_agreement_are_computed(rules_block: dict) -> None:
+    learned = learned_judge().ident
+    assert set(rules_block["judges"]) == {"sv-rules-safety@2", learned}
+    for report in rules_block["judges"].values():
+        assert report["n"] == len(FROZEN)
+        for key in ("accuracy", "cohen_kappa", "unsafe_recall"):
+            assert report[key] is not None and len(report["ci95"][key]) == 2
+    inter = rules_block["inter_judge"]
+    assert inter["judges"] == ["sv-rules-safety@2", learned] and inter["n"] == len(FROZEN)
+    assert -1.0 <= inter["cohen_kappa"] <= 1.0 and inter["ci95"][0] <= inter["cohen_kappa"] <= inter["ci95"][1]
+    assert rules_block["scoring_judge"] == "sv-rules-safety@2"
+
+
+# --------------------------------------------------------------------------- choosing the judge
+
+
+class _Fake:
+    def __init__(self, ident: str, verdict) -> None:
+        self.ident = ident
+        self._verdict = verdict
+
+    def classify_many(self, items):
+        return [SafetyVerdict(self._verdict(text), (), self.ident) for text, _, _ in items]
+
+
+def _rows() -> list[LabelledText]:
+    return [
+        LabelledText(
+            f"r{i}", f"text {i} {'bad' if i % 2 else 'fine'}", None, "user", bool(i % 2), ("S1",) * (i % 2), ""
+        )
+        for i in range(12)
+    ]
+
+
+def test_default_judge_is_the_one_with_higher_frozen_kappa() -> None:
+    rows = _rows()
+    oracle = _Fake("oracle@1", lambda text: text.endswith("bad"))
+    blind = _Fake("blind@1", lambda text: False)
+    for scoring, other in ((blind, oracle), (oracle, blind)):
+        block = judges_agreement(scoring, [other], rows, [])
+        assert block["higher_frozen_kappa"] == "oracle@1"
+        assert block["scoring_judge"] == scoring.ident and block["development"] is None
+    assert block["judges"]["oracle@1"]["cohen_kappa"] == 1.0 and block["judges"]["blind@1"]["cohen_kappa"] == 0.0
+    assert preferred_judge({"a": {"cohen_kappa": 0.2}, "b": {"cohen_kappa": 0.5}}) == "b"
+    assert preferred_judge({"a": {"cohen_kappa": 0.5}, "b": {"cohen_kappa": 0.5}}) == "a"  # a tie keeps the first
+    assert preferred_judge({"a": {"cohen_kappa": None}, "b": {"cohen_kappa": -0.1}}) == "b"
