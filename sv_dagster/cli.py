@@ -241,9 +241,24 @@ def _with_ci(summary: dict[str, Any], key: str) -> str:
     return f"{_fmt(value)} [{ci[0]:.2f}, {ci[1]:.2f}]" if value is not None and ci else _fmt(value)
 
 
+def _training_row(summary: dict[str, Any], name: str) -> dict[str, Any]:
+    return {
+        "model": name,
+        "n_examples": summary["n_examples"],
+        "reward": _with_ci(summary, "mean_reward"),
+        "json": _with_ci(summary, "format_rate"),
+        "acc": _with_ci(summary, "accuracy"),
+        "ece": _with_ci(summary, "ece"),
+    }
+
+
+TRAINING_COLUMNS = (("mean reward", "reward"), ("valid JSON", "json"), ("accuracy", "acc"), ("ECE", "ece"))
+
+
 def training_text(result, env_short: str) -> str:
-    """base -> SFT -> RLFT on the held-out test split, with 95% bootstrap CIs, and what each
-    stage cost; the review's verdict and how to sign off."""
+    """Each trained stage on the dev split as it finished, then base -> SFT -> RLFT on the
+    held-out test split, with 95% bootstrap CIs; what each stage cost; the review's verdict
+    and how to sign off."""
     rows, stages, review = [], [], None
     for event in result.get_asset_materialization_events():
         materialization = event.step_materialization_data.materialization
@@ -258,24 +273,21 @@ def training_text(result, env_short: str) -> str:
             review = metadata
     order = {"base": 0, "sft": 1, "rlft1": 2}
     rows.sort(key=lambda r: order.get(r["model"].rsplit("-", 1)[-1], 9))
-    table = [
-        {
-            "model": r["model"],
-            "n_examples": r["n_examples"],
-            "reward": _with_ci(r, "mean_reward"),
-            "json": _with_ci(r, "format_rate"),
-            "acc": _with_ci(r, "accuracy"),
-            "ece": _with_ci(r, "ece"),
-        }
-        for r in rows
-    ]
-    lines = [f"\n== training: {env_short} base -> SFT -> RLFT (GRPO), held-out test split, 95% bootstrap CIs"]
+    from sv_dagster.instance.lineage import metadata_value
+
+    lines = [f"\n== training: {env_short} base -> SFT -> RLFT (GRPO), 95% bootstrap CIs"]
     if any(r.get("sample") for r in rows):
         lines.append("DATA: SAMPLE corpus rows plus the synthetic batch; the model is the tiny one built here (CPU)")
-    lines.append(
-        format_table(table, (("mean reward", "reward"), ("valid JSON", "json"), ("accuracy", "acc"), ("ECE", "ece")))
-    )
-    from sv_dagster.instance.lineage import metadata_value
+    dev = [
+        _training_row(json.loads(Path(evaluated["summary"]).read_text()), stage)
+        for stage, metadata in stages
+        if (evaluated := metadata_value(metadata, "dev_eval")) and evaluated.get("summary")
+    ]
+    if dev:
+        lines += ["dev split, each stage as it finished (training settings are judged on these):"]
+        lines.append(format_table(dev, TRAINING_COLUMNS, first=("stage", "model")))
+    lines.append("held-out test split, evaluated once at the end of the chain:")
+    lines.append(format_table([_training_row(r, r["model"]) for r in rows], TRAINING_COLUMNS))
 
     for stage, metadata in stages:
         value = functools.partial(metadata_value, metadata)

@@ -10,6 +10,7 @@ Recipes stay short: the data building, training and review are plain code in
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -330,12 +331,44 @@ def checkpoint_artifact(
     )
 
 
+def dev_eval(
+    context: dg.AssetExecutionContext, env_short: str, name: str, checkpoint: Path, dataset: Artifact, max_tokens: int
+) -> dict[str, Any]:
+    """A trained checkpoint on the dev split, right after its stage: what training settings are
+    judged on. The test split is evaluated once, by the eval assets at the end of the chain."""
+    from sv_dagster.training.evaluation import evaluate_checkpoint
+
+    if "dev" not in dataset.files:
+        return {"split": "dev", "skipped": f"dataset/{env_short} has no dev split"}
+    run = evaluate_checkpoint(
+        ENVS[env_short],
+        name,
+        checkpoint,
+        dataset_path=Path(dataset.files["dev"]),
+        outputs_root=outputs_root() / "dev",
+        run_id=context.run_id,
+        max_tokens=max_tokens,
+        dataset_info={"split": "dev", "sample": dataset.facts.get("sample", False)},
+    )
+    ci = run.summary.get("ci95") or {}
+    return {
+        "split": "dev",
+        "n": run.summary.get("n_examples"),
+        "mean_reward": run.summary.get("mean_reward"),
+        "mean_reward_ci95": ci.get("mean_reward"),
+        "accuracy": run.summary.get("accuracy"),
+        "accuracy_ci95": ci.get("accuracy"),
+        "summary": str(run.summary_path),
+    }
+
+
 def _train(
     context: dg.AssetExecutionContext,
     env_short: str,
     stage: str,
     config: TrainingRunConfig,
     sft_data: Artifact,
+    dataset: Artifact,
     launcher: PipesLauncher,
     tracking: ExperimentTracking,
     upstream: Artifact | None,
@@ -359,21 +392,26 @@ def _train(
         tracking=tracking,
         resume=config.resume,
     )
-    return checkpoint_artifact(
+    registry_model = catalog.model_name(training, env_short, stage)
+    artifact = checkpoint_artifact(
         training,
         out,
         record,
         stage=stage,
         env_label=env_short,
-        registry_model=catalog.model_name(training, env_short, stage),
+        registry_model=registry_model,
         sample=bool(sft_data.facts.get("sample")),
     )
+    if stage == "base":  # nothing trained yet
+        return artifact
+    dev = dev_eval(context, env_short, registry_model, out, dataset, training.eval_max_tokens)
+    return replace(artifact, facts={**artifact.facts, "dev_eval": dev}, metadata={**artifact.metadata, "dev_eval": dev})
 
 
 STAGE_DOCS = {
     "base": "the starting model: the tiny model built here (tokenizer trained on sft_data, random init) or a named "
     "pretrained model",
-    "sft": "supervised fine-tuning (TRL SFTTrainer) on sft_data, bounded by steps and wall-clock time",
+    "sft": "supervised fine-tuning (TRL SFTTrainer) on sft_data, stopped by epochs or steps",
     "rlft_stage1": "GRPO (TRL GRPOTrainer) on the environment's own rewards (weights from its reward TOML or the "
     "experiment), starting from the SFT checkpoint",
 }
@@ -381,7 +419,7 @@ STAGE_DOCS = {
 
 def build_stage_asset(env_short: str, stage: str) -> dg.AssetsDefinition:
     env = ENVS[env_short]
-    ins = {"sft_data": dg.AssetIn(key=["sft_data", env_short])}
+    ins = {"sft_data": dg.AssetIn(key=["sft_data", env_short]), "dataset": dg.AssetIn(key=["dataset", env_short])}
     upstream_stage = {"sft": "base", "rlft_stage1": "sft"}.get(stage)
     if upstream_stage:
         ins["upstream"] = dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, upstream_stage)))
@@ -394,7 +432,8 @@ def build_stage_asset(env_short: str, stage: str) -> dg.AssetsDefinition:
         op_tags=gpu_op_tags(stage != "base"),
         tags={"sv/env": env_short, "sv/stage": stage},
         description=f"{env.env_id}: {STAGE_DOCS[stage]}. Trains in its own process through Dagster Pipes; weights, "
-        "config, reward weights and input data versions are saved together under outputs/checkpoints/.",
+        "config, reward weights and input data versions are saved together under outputs/checkpoints/. "
+        "Then evaluated on the dev split (metadata dev_eval); the test split only by the eval assets.",
     )
     if upstream_stage is None:
 
@@ -402,10 +441,11 @@ def build_stage_asset(env_short: str, stage: str) -> dg.AssetsDefinition:
             context: dg.AssetExecutionContext,
             config: TrainingRunConfig,
             sft_data: Artifact,
+            dataset: Artifact,
             launcher: PipesLauncher,
             tracking: ExperimentTracking,
         ) -> Artifact:
-            return _train(context, env_short, stage, config, sft_data, launcher, tracking, None)
+            return _train(context, env_short, stage, config, sft_data, dataset, launcher, tracking, None)
 
         return declare(first_stage)
 
@@ -413,11 +453,12 @@ def build_stage_asset(env_short: str, stage: str) -> dg.AssetsDefinition:
         context: dg.AssetExecutionContext,
         config: TrainingRunConfig,
         sft_data: Artifact,
+        dataset: Artifact,
         upstream: Artifact,
         launcher: PipesLauncher,
         tracking: ExperimentTracking,
     ) -> Artifact:
-        return _train(context, env_short, stage, config, sft_data, launcher, tracking, upstream)
+        return _train(context, env_short, stage, config, sft_data, dataset, launcher, tracking, upstream)
 
     return declare(next_stage)
 

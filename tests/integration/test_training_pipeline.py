@@ -144,6 +144,14 @@ def test_rlft_e1_runs_the_chain_and_keeps_everything_beside_the_weights(trained,
     }
     assert summaries["base"]["format_rate"] < summaries["sft"]["format_rate"]  # SFT taught the answer schema
     assert all(s["ci95"]["format_rate"] and s["ci95"]["mean_reward"] for s in summaries.values())
+    # Each trained stage was evaluated on the dev split as it finished; the test split only at the end.
+    for stage in ("sft", "rlft_stage1"):
+        dev = latest(instance, f"checkpoint/e1/{stage}").asset_materialization.metadata["dev_eval"].value
+        dev_summary = json.loads(Path(dev["summary"]).read_text())
+        assert dev["split"] == "dev" and dev["n"] == dev_summary["n_examples"] > 0, dev
+        assert dev["mean_reward"] == dev_summary["mean_reward"] and dev["mean_reward_ci95"]
+        assert json.loads((Path(dev["summary"]).parent / "metadata.json").read_text())["dataset"]["split"] == "dev"
+    assert "dev_eval" not in latest(instance, "checkpoint/e1/base").asset_materialization.metadata
 
 
 def test_sft_data_trains_on_the_synthetic_batch_minus_what_a_reviewer_rejected(trained, instance_of):

@@ -201,6 +201,38 @@ def test_a_grpo_stage_fails_when_too_many_completions_cannot_be_scored(e1_data, 
     assert len(read_rows(tmp_path / "grpo.reward_errors.jsonl")) == 2
 
 
+def _burn(seconds: float) -> None:
+    end = time.time() + seconds
+    while time.time() < end:
+        pass
+
+
+def test_the_same_seed_and_config_give_the_same_weights_on_a_busy_machine(e1_data, base_model: Path, tmp_path: Path):
+    """Training stops by steps, so the load on the machine changes how long it takes, never
+    what it learns: byte-identical weights, idle and beside CPU-burning neighbours."""
+    import hashlib
+    import multiprocessing
+
+    config = small_config(sft={"epochs": 1.0, "batch_size": 16})
+    data = {"train": str(e1_data["sft"])}
+    run_stage(spec("sft", config, tmp_path / "idle", base_model, data, resume=False), quiet)
+    burners = [multiprocessing.Process(target=_burn, args=(600,), daemon=True) for _ in range(os.cpu_count() or 2)]
+    for burner in burners:
+        burner.start()
+    try:
+        run_stage(spec("sft", config, tmp_path / "busy", base_model, data, resume=False), quiet)
+    finally:
+        for burner in burners:
+            burner.terminate()
+    digest = {
+        name: hashlib.sha256((tmp_path / name / "model.safetensors").read_bytes()).hexdigest()
+        for name in ("idle", "busy")
+    }
+    records = {name: json.loads((tmp_path / name / CHECKPOINT_FILE).read_text()) for name in ("idle", "busy")}
+    assert records["idle"]["steps"] == records["busy"]["steps"] > 0
+    assert digest["idle"] == digest["busy"]
+
+
 def test_training_configs_stop_by_steps_not_by_the_clock():
     for env in ENVS:
         config = load_training_config(env)
