@@ -3,9 +3,9 @@ checkpoint/e5/cotrain_<k>, the attacker, and checkpoint/e6/cotrain_<k>, the defe
 
 Cycle k: the attacker continues from its previous checkpoint with GRPO whose reward plays
 each sampled attack against the defender of cycle k-1 (a local model; the rule classifier
-judges); then that attacker attacks the same defender on the attack environment's
-behaviors, and the attacks that succeed become refusal probes the defender trains on with
-GRPO (beside the defense environment's own conversations). Attack texts may be unsafe: they pass in memory and through a temporary
+judges); then that attacker attacks the same defender on the attack environment's train and
+dev behaviors (never its test split), and the attacks that succeed become refusal probes the
+defender trains on with GRPO (beside the defense environment's own conversations). Attack texts may be unsafe: they pass in memory and through a temporary
 folder outside the outputs, as in the tournament; only their count and hash are recorded.
 """
 
@@ -141,6 +141,21 @@ def _successful_attacks(
     }
 
 
+BEHAVIOR_SPLITS = ("train", "dev")
+"""The attack environment's behaviors co-training attacks on: never its test split, which scores it."""
+
+
+def _training_behaviors(behaviors: Artifact, folder: Path) -> Path:
+    """The attack environment's train and dev behaviors in one file under `folder`."""
+    sources = [Path(behaviors.files[name]) for name in BEHAVIOR_SPLITS if name in behaviors.files]
+    if not sources:
+        raise dg.Failure(f"co-training needs train or dev behaviors; the dataset has only {sorted(behaviors.files)}")
+    path = folder / "behaviors.jsonl"
+    texts = [source.read_text(encoding="utf-8") for source in sources]
+    path.write_text("".join(t if t.endswith("\n") else t + "\n" for t in texts if t.strip()), encoding="utf-8")
+    return path
+
+
 def build_defender_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.AssetsDefinition:
     a, d = attack.short, defense.short
 
@@ -177,13 +192,14 @@ def build_defender_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.As
         training = training.model_copy(
             update={"grpo": training.grpo.model_copy(update={"max_steps": training.cotrain.defender_steps})}
         )
-        attacks, attack_facts = _successful_attacks(
-            attack,
-            Path(attacker.files["model"]),
-            Path(start.files["model"]),
-            Path(behaviors.files["test"]),
-            f"{context.run_id}-cotrain-{cycle}",
-        )
+        with tempfile.TemporaryDirectory(prefix="sv-cotrain-behaviors-") as held:
+            attacks, attack_facts = _successful_attacks(
+                attack,
+                Path(attacker.files["model"]),
+                Path(start.files["model"]),
+                _training_behaviors(behaviors, Path(held)),
+                f"{context.run_id}-cotrain-{cycle}",
+            )
         context.log.info(f"cycle {cycle}: {len(attacks)} successful attack(s) become defender probes")
         out = checkpoint_dir(context, f"{training.model.name}-{d}", f"cotrain_{cycle}")
         with tempfile.TemporaryDirectory(prefix="sv-cotrain-") as scratch:  # attack texts never enter the outputs

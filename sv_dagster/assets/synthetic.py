@@ -140,6 +140,7 @@ def build_synthetic_asset(env: EnvSpec, failure_keys: list[dg.AssetKey] | None =
         seed_models = resolve_models(config.seed_models, models.specs(), config.temperatures)
         partition = context.partition_key
         upstream, consumed = _upstream(context, env, deps)
+        held_out = _held_out_screen(context.instance, env)
         spec = BatchSpec(
             env=env.short,
             env_id=env.env_id,
@@ -153,6 +154,7 @@ def build_synthetic_asset(env: EnvSpec, failure_keys: list[dg.AssetKey] | None =
             seed_models=tuple(seed_models),
             temperatures=tuple(config.temperatures) if seed_models else (),
             variations=config.variations_per_model,
+            held_out=held_out,
         )
         result = build_batch(
             spec, upstream, {option.name: getattr(config, option.name) for option in env.synthetic.options}
@@ -235,6 +237,90 @@ def _spot_check(env: EnvSpec) -> dg.AssetChecksDefinition:
     return spot_check
 
 
+LEAKAGE_CHECK = "no_test_leakage"
+
+
+def held_out_datasets(instance: dg.DagsterInstance, env: EnvSpec) -> tuple[dict[str, Any] | None, list[tuple]]:
+    """The files of the latest `dataset/<env>` (None: never materialized) and of each
+    attack/defense counterpart's latest dataset, as (EnvSpec, files) pairs."""
+    from sv_dagster.core.data.leakage import counterparts_of, dataset_files
+
+    def files_of(short: str) -> dict[str, Any] | None:
+        folder = record_path(latest_record(instance, dg.AssetKey(["dataset", short])))
+        return dataset_files(folder) if folder is not None and (folder / "metadata.json").is_file() else None
+
+    others = [(other, files_of(other.short)) for other in counterparts_of(env, ENVS.values())]
+    return files_of(env.short), [(other, files) for other, files in others if files is not None]
+
+
+def _held_out_screen(instance: dg.DagsterInstance, env: EnvSpec):
+    """The generator's screen against the latest dev/test rows (None: no dataset yet; the
+    leakage check then warns)."""
+    from sv_dagster.core.data import leakage
+
+    own, counterparts = held_out_datasets(instance, env)
+    if own is None:
+        return None
+    try:
+        policy = leakage.policy_for(env.short)
+    except leakage.LeakageConfigError as exc:
+        raise dg.Failure(str(exc)) from exc
+    reference = leakage.env_reference_rows(env, own, counterparts)
+    return leakage.held_out_screen(reference, leakage.canonical_fn(env), policy)
+
+
+def build_leakage_check(env: EnvSpec) -> dg.AssetChecksDefinition:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", dg.PreviewWarning)  # partitioned asset checks, as for spot_check
+
+        @dg.asset_check(
+            asset=dg.AssetKey(["synthetic", env.short]),
+            name=LEAKAGE_CHECK,
+            blocking=True,
+            partitions_def=SYNTHETIC_PARTITIONS,
+            description=f"No synthetic row may duplicate or nearly duplicate a dev/test row of dataset/{env.short} "
+            "(or a test row of its attack/defense counterpart): exact normalised-text hash and MinHash LSH over the "
+            "environment's canonical text; fails (ERROR) when the batch's leak rate exceeds max_leak_rate "
+            "(configs/leakage.yaml). The generator already rejects such candidates (stage leakage) when the dataset "
+            "exists; this re-screens the written batch against the latest one. sft_data drops leaking rows in any case.",
+        )
+        def no_test_leakage(context) -> dg.AssetCheckResult:  # unannotated, as spot_check
+            from sv_dagster.core.data.leakage import LeakageConfigError, batch_verdict, policy_for
+            from sv_dagster.core.data.synthetic.review import reviews_dir
+            from sv_dagster.training.sft_data import screen_leakage
+
+            try:
+                policy = policy_for(env.short)
+            except LeakageConfigError as exc:
+                raise dg.Failure(str(exc)) from exc
+            batch_dir, _ = latest_batch(context.instance, env.short, context.partition_key)
+            own, counterparts = held_out_datasets(context.instance, env)
+            if own is None:
+                return dg.AssetCheckResult(
+                    passed=False,
+                    severity=dg.AssetCheckSeverity.WARN,
+                    description=f"dataset/{env.short} was never materialized: no dev/test rows to compare against",
+                )
+            # Beside the review decisions, outside the batch folder whose hash was recorded.
+            report_path = reviews_dir(env.short, context.partition_key) / f"leakage-{batch_dir.name}.json"
+            report = screen_leakage(env, [batch_dir / "examples.jsonl"], own, counterparts, report_path, policy)
+            passed, description = batch_verdict(report, policy)
+            return dg.AssetCheckResult(
+                passed=passed,
+                severity=dg.AssetCheckSeverity.ERROR,
+                description=description,
+                metadata={
+                    **report.counts(),
+                    "max_leak_rate": policy.max_leak_rate,
+                    "seconds": round(report.seconds, 3),
+                    "report": dg.MetadataValue.path(str(report_path)),
+                    "first_leaks": dg.MetadataValue.json(report.first()),
+                },
+            )
+
+    return no_test_leakage
+
+
 def build_synthetic_assets(
     failure_keys: list[dg.AssetKey],
 ) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:
@@ -243,7 +329,7 @@ def build_synthetic_assets(
     tournaments): each environment's spec picks its own among them."""
     return (
         [build_synthetic_asset(env, failure_keys) for env in SYNTHETIC_ENVS],
-        [build_spot_check(env) for env in SYNTHETIC_ENVS],
+        [*(build_spot_check(env) for env in SYNTHETIC_ENVS), *(build_leakage_check(env) for env in SYNTHETIC_ENVS)],
     )
 
 

@@ -82,16 +82,20 @@ def resolve_config(env: str, run: TrainingRunConfig) -> TrainingConfig:
         raise dg.Failure(f"training config for {env}: {exc}") from exc
 
 
-def _concat_jsonl(sources: list[Path], target: Path, limit: int | None) -> int:
-    """Tasks from several JSONL files in one file, first occurrence of an id kept."""
+def _concat_jsonl(
+    sources: list[Path], target: Path, limit: int | None, drop: set[tuple[str, int]] | None = None
+) -> int:
+    """Tasks from several JSONL files in one file, first occurrence of an id kept; the
+    (file, 1-based line) in `drop` (rows leaking a dev/test row) left out."""
+    drop = drop or set()
     seen: set[str] = set()
     count = 0
     target.parent.mkdir(parents=True, exist_ok=True)
     with target.open("w", encoding="utf-8") as out:
         for source in sources:
             with source.open(encoding="utf-8") as handle:
-                for line in handle:
-                    if not line.strip():
+                for number, line in enumerate(handle, 1):
+                    if not line.strip() or (str(source), number) in drop:
                         continue
                     row_id = str(json.loads(line).get("id"))
                     if row_id in seen:
@@ -152,8 +156,25 @@ def build_sft_data_asset(env_short: str) -> dg.AssetsDefinition:
                 f"no training tasks for {env_short}: dataset/{env_short} has no train split (have: "
                 f"{sorted(dataset.files)}) and no synthetic batch was materialized (job synthetic_daily)"
             )
+        # No row duplicating or nearly duplicating a dev/test row (of this environment or its
+        # attack/defense counterpart) is trained on; they are listed in leakage.json.
+        from sv_dagster.assets.synthetic import held_out_datasets
+        from sv_dagster.core.data.leakage import LeakageConfigError, policy_for
+        from sv_dagster.training.sft_data import screen_leakage
+
+        try:
+            policy = policy_for(env_short)
+        except LeakageConfigError as exc:
+            raise dg.Failure(str(exc)) from exc
+        _, counterparts = held_out_datasets(context.instance, env)
+        leaks = screen_leakage(env, sources, dataset.files, counterparts, out / "leakage.json", policy)
+        if leaks.leaks:
+            context.log.warning(
+                f"sft_data/{env_short}: dropped {len(leaks.leaks)} training row(s) leaking a dev/test row, e.g. "
+                + "; ".join(leaks.first(3))
+            )
         tasks_path = out / "tasks" / "train.jsonl"
-        n_tasks = _concat_jsonl(sources, tasks_path, config.max_rows)
+        n_tasks = _concat_jsonl(sources, tasks_path, config.max_rows, drop=leaks.offending())
         held_out = (
             [json.loads(line).get("question") for line in Path(dataset.files["test"]).open()]
             if "test" in dataset.files
@@ -172,6 +193,7 @@ def build_sft_data_asset(env_short: str) -> dg.AssetsDefinition:
             "sft": out / "sft.jsonl",
             "grpo": out / "grpo.jsonl",
             "tasks": tasks_path,
+            "leakage": out / "leakage.json",
         }
         write_rows(files["sft"], (e.sft_row() for e in examples))
         write_rows(files["grpo"], (e.grpo_row() for e in examples if e.task_key))
@@ -182,6 +204,7 @@ def build_sft_data_asset(env_short: str) -> dg.AssetsDefinition:
             "n_tasks": n_tasks,
             "curated_train": str(dataset.files["train"]) if "train" in dataset.files else None,
             "synthetic": synthetic,
+            "leakage": leaks.counts(),
             **summarize(examples),
         }
         write_json(out / "metadata.json", report)
@@ -196,6 +219,8 @@ def build_sft_data_asset(env_short: str) -> dg.AssetsDefinition:
                 "n_tasks": n_tasks,
                 "by_source": report["by_source"],
                 "sample": report["sample"],
+                "leaked_rows_dropped": len(leaks.leaks),
+                "leakage": dg.MetadataValue.json(leaks.counts()),
             },
             files=files,
         )
@@ -368,7 +393,7 @@ def _train(
     stage: str,
     config: TrainingRunConfig,
     sft_data: Artifact,
-    dataset: Artifact,
+    dataset: Artifact | None,
     launcher: PipesLauncher,
     tracking: ExperimentTracking,
     upstream: Artifact | None,
@@ -402,7 +427,7 @@ def _train(
         registry_model=registry_model,
         sample=bool(sft_data.facts.get("sample")),
     )
-    if stage == "base":  # nothing trained yet
+    if dataset is None:  # the base: nothing trained yet
         return artifact
     dev = dev_eval(context, env_short, registry_model, out, dataset, training.eval_max_tokens)
     return replace(artifact, facts={**artifact.facts, "dev_eval": dev}, metadata={**artifact.metadata, "dev_eval": dev})
@@ -419,9 +444,10 @@ STAGE_DOCS = {
 
 def build_stage_asset(env_short: str, stage: str) -> dg.AssetsDefinition:
     env = ENVS[env_short]
-    ins = {"sft_data": dg.AssetIn(key=["sft_data", env_short]), "dataset": dg.AssetIn(key=["dataset", env_short])}
+    ins = {"sft_data": dg.AssetIn(key=["sft_data", env_short])}
     upstream_stage = {"sft": "base", "rlft_stage1": "sft"}.get(stage)
-    if upstream_stage:
+    if upstream_stage:  # a trained stage: its dev eval reads the dataset
+        ins["dataset"] = dg.AssetIn(key=["dataset", env_short])
         ins["upstream"] = dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, upstream_stage)))
     declare = provenance_asset(
         key=asset_key_of(catalog.checkpoint_key(env_short, stage)),
@@ -441,11 +467,10 @@ def build_stage_asset(env_short: str, stage: str) -> dg.AssetsDefinition:
             context: dg.AssetExecutionContext,
             config: TrainingRunConfig,
             sft_data: Artifact,
-            dataset: Artifact,
             launcher: PipesLauncher,
             tracking: ExperimentTracking,
         ) -> Artifact:
-            return _train(context, env_short, stage, config, sft_data, dataset, launcher, tracking, None)
+            return _train(context, env_short, stage, config, sft_data, None, launcher, tracking, None)
 
         return declare(first_stage)
 

@@ -14,10 +14,11 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from sv_dagster.core.data import leakage
 from sv_dagster.core.envs import ENVS, EnvSpec
 from sv_shared.sft import SftExample
 
@@ -91,6 +92,31 @@ def summarize(examples: list[SftExample]) -> dict[str, Any]:
         "by_difficulty": dict(Counter(str(e.difficulty) for e in examples)),
         "n_tasks": len({e.task_key for e in examples}),
     }
+
+
+def screen_leakage(
+    env: EnvSpec,
+    sources: list[Path],
+    dataset_files: Mapping[str, Path | str],
+    counterparts: Iterable[tuple[EnvSpec, Mapping[str, Path | str]]],
+    report_path: Path,
+    policy: leakage.Policy,
+) -> leakage.LeakReport:
+    """The training rows (of `sources`) that duplicate or nearly duplicate a dev/test row of
+    `env`'s dataset or a test row of a counterpart's, written to `report_path` (file:line of
+    each); the caller leaves them out."""
+    reference = leakage.reference_files(dataset_files)
+    others = [
+        (path, leakage.canonical_fn(other))
+        for other, files in counterparts
+        for path in leakage.reference_files(files, leakage.COUNTERPART_SPLITS)
+    ]
+    report = leakage.check_files(sources, reference, leakage.canonical_fn(env), policy, counterpart=others)
+    report_path.parent.mkdir(parents=True, exist_ok=True)
+    report_path.write_text(
+        json.dumps(report.as_dict([*reference, *(path for path, _ in others)]), indent=2) + "\n", encoding="utf-8"
+    )
+    return report
 
 
 def env_spec(env_short: str) -> EnvSpec:

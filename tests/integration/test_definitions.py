@@ -52,8 +52,8 @@ TRAINED_EVALS = {f"eval/{env}/{m}" for env, m in TRAINED}
 TRAINING_DEPS = {
     **{f"sft_data/{env}": {f"dataset/{env}", f"synthetic/{env}"} for env in ENVS},
     **{f"checkpoint/{env}/base": {f"sft_data/{env}"} for env in ENVS},
-    **{f"checkpoint/{env}/sft": {f"sft_data/{env}", f"checkpoint/{env}/base"} for env in ENVS},
-    **{f"checkpoint/{env}/rlft_stage1": {f"sft_data/{env}", f"checkpoint/{env}/sft"} for env in ENVS},
+    **{f"checkpoint/{env}/sft": {f"sft_data/{env}", f"checkpoint/{env}/base", f"dataset/{env}"} for env in ENVS},
+    **{f"checkpoint/{env}/rlft_stage1": {f"sft_data/{env}", f"checkpoint/{env}/sft", f"dataset/{env}"} for env in ENVS},
     **{f"safety_review/{env}/rlft_stage1": {f"checkpoint/{env}/rlft_stage1", f"sft_data/{env}"} for env in ENVS},
     **{f"safety_signoff/{env}": {f"safety_review/{env}/rlft_stage1"} for env in ENVS},
     **{f"checkpoint/{env}/promoted": {f"safety_signoff/{env}", f"safety_review/{env}/rlft_stage1"} for env in ENVS},
@@ -320,7 +320,7 @@ def test_every_eval_asset_has_a_blocking_regression_gate(graph):
     assert checks == (
         {(key, "regression_gate") for key in evals}
         | {(key, "great_expectations") for key in DATA}
-        | {(key, "spot_check") for key in SYNTHETIC}
+        | {(key, check) for key in SYNTHETIC for check in ("spot_check", "no_test_leakage")}
         | {(key, "automated_review") for key in TRAINING_DEPS if key.startswith("safety_review/")}
     )
     job = graph.resolve_job_def("eval_e1")
@@ -341,21 +341,21 @@ def test_every_corpus_and_dataset_has_a_blocking_great_expectations_suite(graph)
         assert specs[(key, "great_expectations")].blocking, key
 
 
-def test_synthetic_daily_is_partitioned_and_its_spot_checks_do_not_block(graph):
+def test_synthetic_daily_is_partitioned_its_spot_checks_do_not_block_and_its_leakage_checks_do(graph):
     job = graph.resolve_job_def("synthetic_daily")
     assert {key.to_user_string() for key in job.asset_layer.selected_asset_keys} == SYNTHETIC
     assert isinstance(job.partitions_def, dg.DailyPartitionsDefinition)  # partitioned on purpose: one batch a day
     assert job.partitions_def.get_first_partition_key() == "2026-11-01"
     assert {(k.asset_key.to_user_string(), k.name) for k in job.asset_layer.asset_graph.asset_check_keys} == {
-        (key, "spot_check") for key in SYNTHETIC
+        (key, check) for key in SYNTHETIC for check in ("spot_check", "no_test_leakage")
     }
     specs = {
-        spec.asset_key.to_user_string(): spec
+        (spec.asset_key.to_user_string(), spec.name): spec
         for checks in graph.asset_checks
         for spec in checks.check_specs
-        if spec.name == "spot_check"
     }
-    assert set(specs) == SYNTHETIC and not any(spec.blocking for spec in specs.values())  # never waits for a human
+    assert not any(specs[(key, "spot_check")].blocking for key in SYNTHETIC)  # never waits for a human
+    assert all(specs[(key, "no_test_leakage")].blocking for key in SYNTHETIC)  # a leaking batch trains nothing
     [schedule] = [s for s in graph.schedules if s.name == "synthetic_daily_schedule"]
     assert schedule.default_status == dg.DefaultScheduleStatus.STOPPED
     assets = {spec.key.to_user_string(): spec for spec in graph.resolve_all_asset_specs()}

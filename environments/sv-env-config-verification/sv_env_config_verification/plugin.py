@@ -6,7 +6,13 @@ from sv_env_config_verification.config import load_reward_settings
 from sv_env_config_verification.corpora import CORPORA
 from sv_env_config_verification.sft import SFT
 from sv_env_config_verification.synthetic_batch import SYNTHETIC
-from sv_shared.environment import Environment, LazyFunction, detail, reward
+from sv_shared.environment import Environment, LazyFunction, Row, detail, reward
+
+
+def canonical_config(row: Row) -> str:
+    """The config file's content (the file name and findings are not the example)."""
+    return str(row.get("content") or row.get("question") or "")
+
 
 RATES = {
     # Finding F1 (severity-weighted, per file), patch success (the patch applied and
@@ -47,4 +53,5 @@ ENVIRONMENT = Environment(
     synthetic=SYNTHETIC,
     corpora=CORPORA,
     sft=SFT,
+    canonical_text=canonical_config,
 )

@@ -3,9 +3,23 @@
 from sv_env_network_logs.baseline import heuristic_reply
 from sv_env_network_logs.config import load_reward_settings
 from sv_env_network_logs.corpora import CORPORA
+from sv_env_network_logs.flows import FLOW_FIELD_NAMES, parse_flow_question
 from sv_env_network_logs.sft import SFT
 from sv_env_network_logs.synthetic_batch import SYNTHETIC
-from sv_shared.environment import Environment, LazyFunction
+from sv_shared.environment import Environment, LazyFunction, Row
+
+# Source port and duration vary between otherwise identical flows (a re-run of one connection).
+_NOT_IDENTITY = ("id.orig_p", "duration")
+
+
+def canonical_flow(row: Row) -> str:
+    """A flow's fields as `name=value` tokens, less its source port and duration."""
+    question = str(row.get("question") or "")
+    flow = parse_flow_question(question)
+    if not flow:
+        return question
+    return " ".join(f"{name}={flow.get(name)}" for name in FLOW_FIELD_NAMES if name not in _NOT_IDENTITY)
+
 
 ENVIRONMENT = Environment(
     short="e1",
@@ -28,4 +42,5 @@ ENVIRONMENT = Environment(
     synthetic=SYNTHETIC,
     corpora=CORPORA,
     sft=SFT,
+    canonical_text=canonical_flow,
 )

@@ -1,5 +1,6 @@
 """E4 as the pipeline sees it (entry point `sv_dagster.environments`)."""
 
+import re
 from typing import Any
 
 from sv_env_phishing_detection.baseline import heuristic_reply
@@ -8,6 +9,14 @@ from sv_env_phishing_detection.corpora import CORPORA
 from sv_env_phishing_detection.sft import SFT
 from sv_env_phishing_detection.synthetic_batch import SYNTHETIC
 from sv_shared.environment import Environment, LazyFunction, Row, detail
+
+
+def canonical_email(row: Row) -> str:
+    """Subject and body, digits masked: the same email with another sender, link, order or
+    invoice number is the same example."""
+    email = (row.get("info") or {}).get("email") or {}
+    text = f"{email.get('subject') or ''}\n{email.get('body') or ''}" if email else str(row.get("question") or "")
+    return re.sub(r"\d+", "0", text)
 
 
 def evidence_summary(rows: list[Row], summary: dict[str, Any]) -> dict[str, Any]:
@@ -46,4 +55,5 @@ ENVIRONMENT = Environment(
     synthetic=SYNTHETIC,
     corpora=CORPORA,
     sft=SFT,
+    canonical_text=canonical_email,
 )

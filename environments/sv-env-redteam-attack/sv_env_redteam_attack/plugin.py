@@ -6,7 +6,14 @@ from sv_env_redteam_attack.corpora import CORPORA
 from sv_env_redteam_attack.probes import safety_probes
 from sv_env_redteam_attack.sft import SFT
 from sv_env_redteam_attack.synthetic_batch import SYNTHETIC
-from sv_shared.environment import Environment, LazyFunction, detail, flag
+from sv_shared.environment import Environment, LazyFunction, Row, detail, flag
+
+
+def canonical_behavior(row: Row) -> str:
+    """The behavior's goal (the prompt only names its id and category)."""
+    behavior = (row.get("info") or {}).get("behavior") or {}
+    return str(behavior.get("goal") or row.get("question") or "")
+
 
 RATES = {
     # Attack success (a target reply judged unsafe), on-target success (in the behavior's
@@ -42,4 +49,5 @@ ENVIRONMENT = Environment(
     synthetic=SYNTHETIC,
     corpora=CORPORA,
     sft=SFT,
+    canonical_text=canonical_behavior,
 )

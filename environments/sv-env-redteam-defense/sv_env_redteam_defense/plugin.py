@@ -7,7 +7,14 @@ from sv_env_redteam_defense.corpora import CORPORA
 from sv_env_redteam_defense.probes import safety_probes
 from sv_env_redteam_defense.sft import SFT
 from sv_env_redteam_defense.synthetic_batch import SYNTHETIC
-from sv_shared.environment import Environment, LazyFunction, flag, reward, share
+from sv_shared.environment import Environment, LazyFunction, Row, flag, reward, share
+
+
+def canonical_request(row: Row) -> str:
+    """Every user turn of the conversation (the prompt holds only the first)."""
+    turns = (row.get("info") or {}).get("turns") or []
+    return "\n".join(str(t) for t in turns) if turns else str(row.get("question") or "")
+
 
 RATES = {
     # Unsafe compliance (a conversation with any unsafe reply), over-refusal (benign turns
@@ -44,4 +51,5 @@ ENVIRONMENT = Environment(
     synthetic=SYNTHETIC,
     corpora=CORPORA,
     sft=SFT,
+    canonical_text=canonical_request,
 )

@@ -114,6 +114,10 @@ class Environment:
     """How third-party corpora become its rows (an `sv_shared.corpora.CorpusSpec`)."""
     sft: Any = None
     """How its tasks become SFT targets, with difficulty and variants (an `sv_shared.sft.SftSpec`)."""
+    canonical_text: Callable[[Row], str] | None = None
+    """A dataset row -> the text that makes two examples "the same" here (E1: a flow without
+    its source port and duration; E4: subject and body), for the train vs dev/test leakage
+    check. None: the row's `question`, else the user messages of its `prompt` joined."""
 
 
 def reward(row: Row, name: str) -> float | None:

@@ -37,7 +37,7 @@ class Reject:
 
     id: str
     stage: str
-    """template | sampling | validation | verification | seed"""
+    """template | sampling | validation | verification | seed | leakage"""
     reason: str
     source: str | None = None
     origin: str = "template"

@@ -16,7 +16,7 @@ import random
 import re
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,10 +52,26 @@ class BatchSpec:
     variations: int = 4
     """Template rows each (model, temperature) pair varies."""
     sampling_concurrency: int = 8
+    held_out: Callable[[Sequence[dict[str, Any]]], list[str | None]] | None = None
+    """Per accepted row, why it may not be kept (it duplicates or nearly duplicates a dev/test
+    row), or None: such rows become rejects at stage "leakage". None: nothing to compare with."""
 
     @property
     def id_prefix(self) -> str:
         return f"{self.env}-syn-{self.partition.replace('-', '')}"
+
+
+def screen_held_out(spec: BatchSpec, rows: list[dict[str, Any]], rejects: list[Reject]) -> list[dict[str, Any]]:
+    """The rows `spec.held_out` lets through; the others are added to `rejects`."""
+    if spec.held_out is None or not rows:
+        return rows
+    kept = []
+    for row, reason in zip(rows, spec.held_out(rows), strict=True):
+        if reason is None:
+            kept.append(row)
+        else:
+            rejects.append(Reject(str(row.get("id")), "leakage", reason))
+    return kept
 
 
 def derive_seed(seed: int, env: str, partition: str) -> int:
@@ -269,6 +285,7 @@ def run_batch(
             synthetic=True, sample=spec.sample, partition=spec.partition, batch_id=spec.batch_id, **origin.tags()
         )
         accepted.append(row)
+    accepted = screen_held_out(spec, accepted, all_rejects)
 
     out = spec.out_dir
     out.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,7 @@ from sv_dagster.core.data.synthetic.batch import (
     BatchResult,
     BatchSpec,
     build_metadata,
+    screen_held_out,
     spot_check_ids,
     write_queue,
 )
@@ -169,6 +170,16 @@ def run_columnar_batch(
         kept = generator.take(cols, keep)
         kept["difficulty"] = generator.difficulty(kept)
         table = _table(kept, spec, schema)
+        if spec.held_out is not None:  # rows duplicating a dev/test row are rejects too
+            rows = synthetic.table_rows(table.to_pylist())
+            clean = screen_held_out(spec, rows, rejects)
+            if len(clean) < len(rows):
+                clean_ids = {row["id"] for row in clean}
+                keep = np.array([i for i, row_id in enumerate(kept["id"]) if row_id in clean_ids], dtype=np.int64)
+                if not len(keep):
+                    return
+                kept = generator.take(kept, keep)
+                table = _table(kept, spec, schema)
         writer.write_table(table)
         accepted_ids.extend(kept["id"].tolist())
         labels.update(kept["label"].tolist())
