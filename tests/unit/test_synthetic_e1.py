@@ -189,3 +189,39 @@ def test_e1_batch_is_chunked_parquet_loadable_with_rejects_and_a_spot_check(tmp_
     rows = accepted_examples(result.out_dir, root=tmp_path).rows  # now read from flows.parquet
     assert rows == from_jsonl
     assert Counter(r["info"]["difficulty"] for r in rows)[2] > 0
+
+
+def test_a_screened_e1_batch_rejects_the_flows_that_duplicate_a_held_out_row(tmp_path):
+    from sv_dagster.core.data import leakage
+
+    seed_cols, sources, facts, rejects = e1_seeds(_train_split(tmp_path))
+
+    def spec(name: str, held_out=None) -> BatchSpec:
+        return BatchSpec(
+            env="e1",
+            env_id="sv-env-network-logs",
+            partition="2026-11-05",
+            batch_id=name,
+            out_dir=tmp_path / name,
+            size=1500,
+            seed=11,
+            sample=True,
+            held_out=held_out,
+        )
+
+    plain = run_e1_batch(spec("plain"), seed_cols, sources, facts, rejects, chunk_rows=500)
+    held_out_file = tmp_path / "test.jsonl"  # stands in for a test split: 40 of the batch's own flows
+    held_out_file.write_text("".join(plain.files["examples"].read_text().splitlines(keepends=True)[:40]))
+    canonical = leakage.canonical_fn(ENVS["e1"])
+    policy = leakage.policy_for("e1")
+    screen = leakage.held_out_screen(leakage.reference_rows([held_out_file], canonical), canonical, policy)
+    screened = run_e1_batch(spec("screened", screen), seed_cols, sources, facts, rejects, chunk_rows=500)
+    written = [json.loads(line) for line in (screened.out_dir / "rejects.jsonl").read_text().splitlines()]
+    leaked = [r for r in written if r["stage"] == "leakage"]
+    assert len(leaked) >= 40 and all(f"{held_out_file}:" in r["reason"] for r in leaked)
+    table = pq.read_table(screened.files["flows"])
+    assert (
+        table.num_rows == screened.metadata["counts"]["accepted"] == plain.metadata["counts"]["accepted"] - len(leaked)
+    )
+    report = leakage.check_files([screened.files["examples"]], [held_out_file], canonical, policy)
+    assert report.n_train == table.num_rows and not report.leaks  # what is written leaks nothing

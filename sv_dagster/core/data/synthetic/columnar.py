@@ -171,7 +171,7 @@ def run_columnar_batch(
         kept["difficulty"] = generator.difficulty(kept)
         table = _table(kept, spec, schema)
         if spec.held_out is not None:  # rows duplicating a dev/test row are rejects too
-            rows = synthetic.table_rows(table.to_pylist())
+            rows = list(synthetic.table_rows(table.to_pylist()))
             clean = screen_held_out(spec, rows, rejects)
             if len(clean) < len(rows):
                 clean_ids = {row["id"] for row in clean}
