@@ -37,7 +37,12 @@ RUN_A, RUN_B, RUN_OLD = "aaaa1111-0000-4000-8000-000000000001", "bbbb2222-0000-4
 def write_eval(folder: Path, model: str, mean_reward: float, accuracy: float, cost: float = 0.0) -> Path:
     folder.mkdir(parents=True)
     rows = [
-        {"id": f"x{i}", "answer": "Anomalous", "parsed": {"label": "Anomalous", "confidence": 0.9}, "error": None}
+        {
+            "example_id": f"x{i}",
+            "answer": "Anomalous",
+            "parsed": {"label": "Anomalous", "confidence": 0.9},
+            "error": None,
+        }
         for i in range(4)
     ]
     (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
@@ -260,3 +265,47 @@ def test_reliability_points_carry_their_bin_counts_and_overlapping_lines_stay_di
     assert sorted(t.get_text() for t in ax.texts) == ["12", "12", "30", "30"]
     assert [t.get_text() for t in ax.get_legend().get_texts()][1:] == ["heuristic (n=42)", "heuristic_copy (n=42)"]
     plt.close(fig)
+
+
+def test_reports_compare_models_on_the_same_examples_with_paired_tests(tmp_path: Path):
+    """Two models on the same 40 examples: the weekly and monthly reports show their paired
+    deltas with CI and p (McNemar on accuracy, bootstrap on reward), and E1's calibration
+    columns; a model on other examples is compared with neither."""
+
+    def eval_of(name: str, correct: list[bool], ids: list[str]) -> EvalRecord:
+        folder = tmp_path / "evals" / name
+        folder.mkdir(parents=True)
+        rows = [
+            {
+                "example_id": i,
+                "answer": "Malicious",
+                "parsed": {"label": "Malicious" if ok else "Benign", "confidence": 0.9},
+                "reward": 1.0 if ok else 0.0,
+                "error": None,
+            }
+            for i, ok in zip(ids, correct)
+        ]
+        (folder / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        (folder / "metadata.json").write_text(json.dumps({"dataset": {"split": "test"}}))
+        summary = {"mean_reward": sum(correct) / len(correct), "n_examples": len(ids), "fnr": 0.25, "brier": 0.1}
+        (folder / "summary.json").write_text(json.dumps(summary))
+        return load_record("e1", name, folder, 1_000, content_hash([folder]), RUN_A)
+
+    ids = [f"t{i}" for i in range(40)]
+    weak = eval_of("weak", [i < 16 for i in range(40)], ids)
+    strong = eval_of("strong", [i < 36 for i in range(40)], ids)
+    elsewhere = eval_of("elsewhere", [True] * 10, [f"d{i}" for i in range(10)])
+    weekly = weekly_markdown("2026-W48", [weak, strong, elsewhere], {}, {}, tmp_path)
+    header = next(line for line in weekly.splitlines() if line.startswith("| env | model |"))
+    assert all(f"| {title} |" in header for title in ("FNR", "Brier", "AURC", "abstain", "tool calls"))
+    pairs = [line for line in weekly.splitlines() if line.startswith("| e1 | test 40 ")]
+    assert len(pairs) == 2 and all("| strong | weak |" in line for line in pairs)  # elsewhere: no pair
+    accuracy = next(line for line in pairs if "| accuracy |" in line)
+    assert "| 40 | 0.900 | 0.400 | -0.500 [" in accuracy and "mcnemar" in accuracy.lower()
+    assert float(accuracy.split("|")[10]) < 0.001  # 20 discordant pairs, all one way
+    monthly = monthly_report("2026-11", [weak, strong, elsewhere], tmp_path / "monthly")
+    text = monthly["markdown"].read_text()
+    assert "### Paired comparisons: e1" in text and "| strong | weak | mean_reward | 40 |" in text
+    board = next(line for line in text.splitlines() if line.startswith("| # | model |"))
+    assert "| FNR [95% CI] |" in board and "| Brier [95% CI] |" in board and "| tool calls" not in board
+    assert audit_report(tmp_path / "monthly" / "report.md").ok

@@ -106,9 +106,14 @@ def row_cells(table: str, env: str) -> dict[str, Any]:
                 _delta(cited[0].get("mean_reward"), cited[1].get("mean_reward")) if len(cited) > 1 else "-"
             ),
             "accuracy [95% CI]": lambda cited: _with_ci(cited[0].get("accuracy"), _ci_of(cited[0], "accuracy")),
+            # One table for every environment: "-" where a summary has no such figure.
+            **{
+                title: lambda cited, key=key: _fmt(cited[0].get(key))
+                for title, key in CALIBRATION_COLUMNS + TOOL_COLUMNS
+            },
         }
     cells = dict(mean)
-    for title, key in headline_columns(env):
+    for title, key in report_columns(env):
         cells[f"{title} [95% CI]"] = lambda cited, key=key: _with_ci(cited[0].get(key), _ci_of(cited[0], key))
     cells["n"] = lambda cited: _fmt(cited[0].get("n_examples"))
     cells["errors"] = lambda cited: _fmt(cited[0].get("n_errors"))
@@ -184,12 +189,18 @@ def scoreboard(records: Sequence[EvalRecord]) -> list[dict[str, Any]]:
             "data_version": r.data_version,
             "run_id": r.run_id,
             # The environment's own headline metrics (E2 finding F1, E3 fix rate, ...) with CIs.
-            "metrics": {key: r.summary.get(key) for _, key in headline_columns(r.env)},
-            "metrics_ci95": {key: (r.summary.get("ci95") or {}).get(key) for _, key in headline_columns(r.env)},
+            "metrics": {key: r.summary.get(key) for _, key in report_columns(r.env)},
+            "metrics_ci95": {key: (r.summary.get("ci95") or {}).get(key) for _, key in report_columns(r.env)},
         }
         for key, group in comparable_groups(records)
         for rank, r in enumerate(group, start=1)
     ]
+
+
+CALIBRATION_COLUMNS = (("FNR", "fnr"), ("Brier", "brier"), ("AURC", "aurc"), ("abstain", "abstain_rate"))
+"""What reports add for a labelling environment (`positive_label`) beside its headline."""
+TOOL_COLUMNS = (("tool calls", "n_tool_calls"),)
+"""What reports add for an environment whose answers use tools (`tool_reward`)."""
 
 
 def headline_columns(env: str) -> list[tuple[str, str]]:
@@ -199,6 +210,21 @@ def headline_columns(env: str) -> list[tuple[str, str]]:
     spec = ENVS.get(env)
     columns = spec.columns if spec is not None else (("accuracy", "accuracy"),)
     return [(title, key) for title, key in columns if key not in ("mean_reward", "n_errors")]
+
+
+def report_columns(env: str) -> list[tuple[str, str]]:
+    """The headline columns plus the calibration (FNR, Brier, AURC, abstention) and tool-call
+    figures the environment's summaries carry, each once."""
+    from sv_dagster.core.envs import ENVS
+
+    spec = ENVS.get(env)
+    columns = headline_columns(env)
+    extra = [
+        *(CALIBRATION_COLUMNS if spec is not None and spec.positive_label else ()),
+        *(TOOL_COLUMNS if spec is not None and spec.tool_reward else ()),
+    ]
+    shown = {key for _, key in columns}
+    return columns + [(title, key) for title, key in extra if key not in shown]
 
 
 def scoreboard_markdown(env: str, records: Sequence[EvalRecord], base: Path) -> str:
@@ -221,6 +247,45 @@ def scoreboard_markdown(env: str, records: Sequence[EvalRecord], base: Path) -> 
             )
         lines.append("")
     return "\n".join(lines)
+
+
+def paired_comparisons(records: Sequence[EvalRecord]) -> list[tuple[ExampleSet, EvalRecord, EvalRecord, Any]]:
+    """Every pair of models evaluated on the same example set, the better-ranked first,
+    compared on the examples both scored: accuracy by McNemar's exact test where the
+    answers carry labels, mean reward by a paired bootstrap."""
+    from sv_dagster.core.evals.gate import CORE_METRICS
+    from sv_dagster.core.evals.stats import paired_compare
+
+    drop = ("prompt", "completion", "details")
+    compared = []
+    for key, group in comparable_groups(records):
+        rows = {r.model: read_results(r.run_dir / "results.jsonl", drop=drop) for r in group}
+        for i, first in enumerate(group):
+            for second in group[i + 1 :]:
+                for metric, (value, binary) in CORE_METRICS.items():
+                    result = paired_compare(rows[first.model], rows[second.model], metric, value=value, binary=binary)
+                    if result is not None:
+                        compared.append((key, first, second, result))
+    return compared
+
+
+def paired_markdown(env: str, records: Sequence[EvalRecord], base: Path) -> list[str]:
+    """The `paired_comparisons` of one environment as a table (delta: second minus first)."""
+    compared = paired_comparisons(records)
+    if not compared:
+        return [f"No two models of {env} were evaluated on the same examples.", ""]
+    lines = [
+        "| env | examples | first | second | metric | n pairs | first | second | delta [95% CI] | p | test | evals |",
+        "|---" * 12 + "|",
+    ]
+    for key, first, second, c in compared:
+        links = f"[first]({_link(first, base)}) [second]({_link(second, base)})"
+        lines.append(
+            f"| {env} | {key.split} {key.n} ({key.digest}) | {first.model} | {second.model} | {c.metric} | "
+            f"{c.n_pairs} | {c.baseline:.3f} | {c.candidate:.3f} | {c.delta:+.3f} [{c.ci[0]:+.3f}, {c.ci[1]:+.3f}] | "
+            f"{c.p_value:.2g} | {c.test} | {links} |"
+        )
+    return [*lines, ""]
 
 
 def _with_ci(value: Any, ci: list[float] | None) -> str:
@@ -256,8 +321,14 @@ def weekly_markdown(
             + " | ".join(render(cited) for render in cells.values())
             + f" | {source_cells(r.run_id, r.data_version)} | {links} |"
         )
+    lines += ["", "## Paired comparisons", ""]
+    by_env: dict[str, list[EvalRecord]] = defaultdict(list)
+    for record in records:
+        by_env[record.env].append(record)
+    for env in sorted(by_env):
+        lines += paired_markdown(env, by_env[env], base)
     regressions = [(key, gate) for key, gate in gates.items() if gate.get("failures")]
-    lines += ["", "## Regressions", ""]
+    lines += ["## Regressions", ""]
     compared = [key for key, gate in gates.items() if gate.get("state") != "NO BASELINE"]
     unchecked = sorted(key for key, gate in gates.items() if gate.get("state") == "NO BASELINE")
     lines += [f"- {env} / {model}: {'; '.join(gate['failures'])}" for (env, model), gate in regressions] or [
@@ -406,6 +477,7 @@ def monthly_report(
     md += [f"{len(records)} eval materializations this month.", ""]
     for env in sorted(by_env):
         md += [scoreboard_markdown(env, by_env[env], out_dir)]
+        md += [f"### Paired comparisons: {env}", "", *paired_markdown(env, by_env[env], out_dir)]
         if f"reliability_{env}" in files:
             md.append(f"![reliability]({files[f'reliability_{env}'].name})")
         md += [f"![trend]({files[f'trend_{env}'].name})", ""]
