@@ -27,6 +27,7 @@ def run(args: list[str], timeout: int = 600) -> subprocess.CompletedProcess:
 def test_dagster_job_execute_eval_e1_as_written(isolated: Path):
     proc = run([str(BIN / "dagster"), "job", "execute", "-j", "eval_e1"])
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
+    assert "SupersessionWarning" not in proc.stdout + proc.stderr
     instance = dg.DagsterInstance.get()  # the DAGSTER_HOME the subprocess used
     runs = instance.get_runs()
     assert len(runs) == 1 and runs[0].job_name == "eval_e1" and runs[0].is_success
