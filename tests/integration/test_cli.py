@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -25,9 +26,12 @@ def run(args: list[str], timeout: int = 600) -> subprocess.CompletedProcess:
 
 @pytest.mark.slow
 def test_dagster_job_execute_eval_e1_as_written(isolated: Path):
+    shutil.copyfile(REPO_ROOT / "configs" / "dagster.yaml", isolated / "dagster_home" / "dagster.yaml")  # as setup
     proc = run([str(BIN / "dagster"), "job", "execute", "-j", "eval_e1"])
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
-    assert "SupersessionWarning" not in proc.stdout + proc.stderr
+    printed = proc.stdout + proc.stderr
+    assert "SupersessionWarning" not in printed and " - DEBUG - " not in printed  # INFO by default
+    assert "eval e1/heuristic: 56/56 examples (100%)" in printed and "sv-env-network-logs / heuristic: " in printed
     instance = dg.DagsterInstance.get()  # the DAGSTER_HOME the subprocess used
     runs = instance.get_runs()
     assert len(runs) == 1 and runs[0].job_name == "eval_e1" and runs[0].is_success
