@@ -125,6 +125,26 @@ def test_learned_judge_is_deterministic() -> None:
     assert again.probabilities(items) == learned_judge().probabilities(items)
 
 
+def test_a_trained_judge_is_kept_on_disk_for_the_next_process(tmp_path, monkeypatch) -> None:
+    from sv_dagster.core.evals import learned_judge as module
+
+    development = development_part(EXAMPLES)
+    items = [(e.text, e.context, e.role) for e in FROZEN]
+    first = module.cached_train(development, tmp_path)
+    (entry,) = tmp_path.glob("*.pkl")
+
+    def no_training(examples):
+        raise AssertionError("trained again although the cache holds the model")
+
+    monkeypatch.setattr(module, "train", no_training)
+    loaded = module.cached_train(development, tmp_path)
+    assert loaded.ident == first.ident and loaded.probabilities(items) == first.probabilities(items)
+    entry.write_bytes(b"not a pickle")  # a damaged entry is trained again, not trusted
+    monkeypatch.setattr(module, "train", train)
+    assert module.cached_train(development, tmp_path).probabilities(items) == first.probabilities(items)
+    assert module.cached_train(development[:-1], tmp_path).training_ids != first.training_ids  # other rows, other key
+
+
 def test_both_judges_frozen_figures_and_their_agreement_are_computed(rules_block: dict) -> None:
     learned = learned_judge().ident
     assert set(rules_block["judges"]) == {"sv-rules-safety@2", learned}

@@ -11,9 +11,11 @@ them. Training is deterministic (lbfgs, fixed seed) and takes a few seconds.
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from sv_shared.safety import LabelledText, SafetyVerdict
@@ -121,9 +123,49 @@ def train(examples: Sequence[LabelledText]) -> LearnedSafetyClassifier:
     return LearnedSafetyClassifier(models=models, training_ids=tuple(e.id for e in examples))
 
 
+def cache_dir() -> Path:
+    """Where trained judges are kept between processes (SV_JUDGE_CACHE, else the user's cache)."""
+    configured = os.environ.get("SV_JUDGE_CACHE")
+    if configured:
+        return Path(configured)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "sv-dagster" / "learned-judge"
+
+
+def cache_key(examples: Sequence[LabelledText]) -> str:
+    """The training rows, the settings and the library version: what decides the model."""
+    import sklearn
+
+    rows = [(e.id, e.text, e.context, e.role, e.unsafe) for e in examples]
+    return hashlib.sha256(repr((rows, sorted(SETTINGS.items()), SEED, sklearn.__version__)).encode()).hexdigest()[:16]
+
+
+def cached_train(examples: Sequence[LabelledText], folder: Path | None = None) -> LearnedSafetyClassifier:
+    """`train`, kept on disk: every eval step runs in a process of its own, and training
+    takes seconds where loading takes milliseconds. A cache entry that cannot be read is
+    trained again."""
+    import pickle
+
+    path = (folder or cache_dir()) / f"{cache_key(examples)}.pkl"
+    try:
+        judge = pickle.loads(path.read_bytes())
+        if isinstance(judge, LearnedSafetyClassifier) and judge.training_ids == tuple(e.id for e in examples):
+            return judge
+    except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, TypeError, ValueError):
+        pass
+    judge = train(examples)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        partial.write_bytes(pickle.dumps(judge))
+        os.replace(partial, path)  # concurrent processes never read half a file
+    except OSError:
+        pass  # a read-only cache only costs the next process its training time
+    return judge
+
+
 @lru_cache(maxsize=1)
 def learned_judge() -> LearnedSafetyClassifier:
-    """The learned judge trained on the bundled set's development part (once per process)."""
+    """The learned judge trained on the bundled set's development part (once per machine)."""
     from sv_shared.safety import development_part
 
-    return train(development_part())
+    return cached_train(development_part())
