@@ -105,12 +105,7 @@ def screen_leakage(
     """The training rows (of `sources`) that duplicate or nearly duplicate a dev/test row of
     `env`'s dataset or a test row of a counterpart's, written to `report_path` (file:line of
     each); the caller leaves them out."""
-    reference = leakage.reference_files(dataset_files)
-    others = [
-        (path, leakage.canonical_fn(other))
-        for other, files in counterparts
-        for path in leakage.reference_files(files, leakage.COUNTERPART_SPLITS)
-    ]
+    reference, others = leakage.held_out_files(dataset_files, counterparts)
     report = leakage.check_files(sources, reference, leakage.canonical_fn(env), policy, counterpart=others)
     report_path.parent.mkdir(parents=True, exist_ok=True)
     report_path.write_text(

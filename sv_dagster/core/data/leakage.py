@@ -348,17 +348,25 @@ def reference_rows(
     return refs + [row for path, fn in counterpart for row in read_text_rows(Path(path), fn)]
 
 
-def env_reference_rows(
-    env: Any, dataset_files: Mapping[str, Path | str], counterparts: Iterable[tuple[Any, Mapping[str, Path | str]]]
-) -> list[TextRow]:
-    """An environment's held-out rows (its dataset's dev/test splits) and its counterparts'
-    test rows, each in its own environment's canonical text."""
+def held_out_files(
+    dataset_files: Mapping[str, Path | str], counterparts: Iterable[tuple[Any, Mapping[str, Path | str]]]
+) -> tuple[list[Path], list[tuple[Path, Callable[[Row], str]]]]:
+    """What an environment's training rows are compared with: its dataset's held-out files,
+    and its counterparts' test files, each with its own environment's canonical text."""
     others = [
         (path, canonical_fn(other))
         for other, files in counterparts
         for path in reference_files(files, COUNTERPART_SPLITS)
     ]
-    return reference_rows(reference_files(dataset_files), canonical_fn(env), others)
+    return reference_files(dataset_files), others
+
+
+def env_reference_rows(
+    env: Any, dataset_files: Mapping[str, Path | str], counterparts: Iterable[tuple[Any, Mapping[str, Path | str]]]
+) -> list[TextRow]:
+    """An environment's `held_out_files` as rows, each in its own environment's canonical text."""
+    own, others = held_out_files(dataset_files, counterparts)
+    return reference_rows(own, canonical_fn(env), others)
 
 
 def held_out_screen(
