@@ -2,11 +2,15 @@
 
 sv-dagster [--verbose] COMMAND    runs show progress and results on the console (INFO);
                                   --verbose adds Dagster's step-by-step events (DEBUG)
+                                  and the traceback of a mistake, which otherwise ends in
+                                  one line naming the fix (exit 2; a failed run: exit 1)
 sv-dagster demo [--job demo]      run a job in-process on the project's instance and
                                   print each eval's headline metrics and artifact paths
 sv-dagster eval e1 --models heuristic gpt-5-mini [--n 32] [--seed 42] [--include-tools false]
 sv-dagster eval e5 --models gpt-5-mini --target llama-3.1-8b [--n 20]
-                                  evaluate registry models (one Dagster run, in the UI)
+                                  evaluate registry models (one Dagster run, in the UI);
+                                  --n more than the split holds is an error, --n all (the
+                                  default) takes the whole split
 sv-dagster resume RUN_ID          continue a killed or failed eval run in its own results
                                   folder: finished examples are kept, the rest are asked
 sv-dagster runs reap              mark runs whose process is gone failed and free their pool
@@ -41,6 +45,7 @@ import functools
 import json
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -150,16 +155,59 @@ def _tournament_text(path: Path) -> str:
     return "\n".join(lines)
 
 
-def _failure_line(failure) -> str:
-    """What a failed step says to a person: a `Failure`'s description, else the innermost
-    error's own message (not Dagster's wrapper around it)."""
-    if failure.user_failure_data is not None and failure.user_failure_data.description:
-        return failure.user_failure_data.description
-    error = failure.error
+def _innermost(error) -> str:
+    """A serialized error's innermost cause as `ErrorClass: text` (not Dagster's wrapper)."""
     while error.cause is not None:
         error = error.cause
     kind, colon, text = error.message.strip().partition(": ")  # "package.module.ErrorClass: text"
     return f"{kind.rsplit('.', 1)[-1]}: {text}" if colon else error.message.strip()
+
+
+def _failure_line(failure) -> str:
+    """What a failed step says to a person: a `Failure`'s description, else the innermost
+    error's own message."""
+    if failure.user_failure_data is not None and failure.user_failure_data.description:
+        return failure.user_failure_data.description
+    return _innermost(failure.error)
+
+
+def _without_stack(record) -> bool:
+    """Console filter: an event that carries an error (a step failure) shows the error's
+    innermost message, not its stack trace; the event log keeps the whole of it."""
+    event = (getattr(record, "dagster_meta", None) or {}).get("dagster_event")
+    data = getattr(event, "event_specific_data", None)
+    error = getattr(data, "error", None)
+    if error is not None:
+        # Dagster appends "\n\n" + this text to the event's line (log_manager.construct_log_record_message).
+        shown = getattr(data, "error_display_string", None) or error.to_string()
+        text = record.getMessage()
+        if text.endswith(shown):
+            record.msg = f"{text[: -len(shown)].rstrip()} {_innermost(error)} (stack trace: --verbose)"
+            record.args = ()
+    return True
+
+
+@functools.cache
+def _brief_console_logger():
+    """Dagster's console logger with `_without_stack`: the default for the runs this command
+    starts, so a mistake found inside a run ends in its FAILED line, not a page of stack."""
+    import dagster as dg
+
+    console = dg.colored_console_logger
+
+    @dg.logger(config_schema=console.config_schema, description="The console logger, without stack traces.")
+    def brief_console(init_context):
+        logger = console.logger_fn(init_context)
+        logger.addFilter(_without_stack)
+        return logger
+
+    return brief_console
+
+
+def _console_job(job, verbose: bool):
+    """`job` as this command runs it: stack traces of failed steps on the console only with
+    `--verbose` (where DEBUG events are shown as well)."""
+    return job if verbose else job.with_logger_defs({"console": _brief_console_logger()})
 
 
 def _report(result, title: str, started: float) -> int:
@@ -205,6 +253,23 @@ def _report(result, title: str, started: float) -> int:
     return 0
 
 
+class CommandError(ValueError):
+    """A mistake in a command's arguments found past argparse; its message is the one line
+    a person needs."""
+
+
+def _known_job(defs, job_name: str):
+    """The named job, or a CommandError naming the close names and every job."""
+    import difflib
+
+    names = sorted(job.name for job in defs.resolve_all_job_defs() if not job.name.startswith("__"))
+    if job_name not in names:
+        close = difflib.get_close_matches(job_name, names, n=3)
+        hint = f" (did you mean {' or '.join(repr(name) for name in close)}?)" if close else ""
+        raise CommandError(f"no job {job_name!r}{hint}; the jobs: {', '.join(names)}")
+    return defs.resolve_job_def(job_name)
+
+
 def run_demo(job_name: str, verbose: bool = False) -> int:
     import dagster as dg
 
@@ -212,8 +277,8 @@ def run_demo(job_name: str, verbose: bool = False) -> int:
 
     started = time.perf_counter()
     defs = build_definitions()
-    job = defs.resolve_job_def(job_name)
-    result = job.execute_in_process(
+    job = _known_job(defs, job_name)
+    result = _console_job(job, verbose).execute_in_process(
         instance=_instance(), run_config=console_logs(verbose), raise_on_error=False, tags=owner_tags()
     )
     code = _report(result, job_name, started)
@@ -222,7 +287,7 @@ def run_demo(job_name: str, verbose: bool = False) -> int:
 
         ok, text = run_synthetic_demo(
             dg.DagsterInstance.get(),
-            defs.resolve_job_def(SYNTHETIC_JOB),
+            _console_job(defs.resolve_job_def(SYNTHETIC_JOB), verbose),
             partition=DEMO_PARTITION,
             run_config=console_logs(verbose),
         )
@@ -310,12 +375,9 @@ def run_training_demo(env_short: str, verbose: bool = False) -> int:
     from sv_dagster.definitions import build_definitions
 
     started = time.perf_counter()
-    result = (
-        build_definitions()
-        .resolve_job_def(f"rlft_{env_short}")
-        .execute_in_process(
-            instance=_instance(), run_config=console_logs(verbose), raise_on_error=False, tags=owner_tags()
-        )
+    job = _console_job(build_definitions().resolve_job_def(f"rlft_{env_short}"), verbose)
+    result = job.execute_in_process(
+        instance=_instance(), run_config=console_logs(verbose), raise_on_error=False, tags=owner_tags()
     )
     if not result.success:
         return _report(result, f"rlft_{env_short}", started)
@@ -341,7 +403,7 @@ def run_signoff(env_short: str, reviewer: str, verdict: str, note: str, verbose:
         **console_logs(verbose),
         "ops": {f"safety_signoff__{env_short}": {"config": {"reviewer": reviewer, "verdict": verdict, "note": note}}},
     }
-    result = job.execute_in_process(
+    result = _console_job(job, verbose).execute_in_process(
         instance=_instance(), run_config=run_config, raise_on_error=False, tags=owner_tags()
     )
     if not result.success:
@@ -373,7 +435,7 @@ def run_eval_command(
 
     from sv_dagster.assets.evals import eval_asset_key
     from sv_dagster.core.envs import ENVS, env_by_id
-    from sv_dagster.core.eval_request import EvalRequestError, check_limit, check_models, check_split, split_sizes
+    from sv_dagster.core.eval_request import check_limit, check_models, check_split, split_sizes
     from sv_dagster.definitions import build_definitions
     from sv_dagster.training.catalog import load_models
 
@@ -382,20 +444,16 @@ def run_eval_command(
     env, registry = ENVS[env_short], load_models()
     instance = _instance()
     dataset = instance.get_latest_materialization_event(dg.AssetKey(["dataset", env.short]))
-    try:
-        check_models(env.short, models, registry)
-        if env.counterpart_env:  # the model on the other side of the dialogue (E5's target)
-            check_models(env_by_id(env.counterpart_env).short, [target], registry)
-        report = (
-            Path(dataset.asset_materialization.metadata["artifact_path"].value) / "metadata.json" if dataset else None
-        )
-        if report is not None and report.exists():  # else the eval asset checks once the dataset is built
-            sizes = split_sizes(report)
-            check_split(split, sizes, f"dataset/{env.short}")
-            check_limit(n, split, sizes[split], f"dataset/{env.short}")
-    except EvalRequestError as exc:
-        print(f"sv-dagster eval: {exc}", file=sys.stderr)
-        return 2
+    # Each check raises EvalRequestError, which `main` prints as one line: nothing has run yet.
+    check_models(env.short, models, registry)
+    if env.counterpart_env:  # the model on the other side of the dialogue (E5's target)
+        other = env_by_id(env.counterpart_env).short
+        check_models(other, [target], registry, label="--target model", side=f" (the side {env.short} talks to)")
+    report = Path(dataset.asset_materialization.metadata["artifact_path"].value) / "metadata.json" if dataset else None
+    if report is not None and report.exists():  # else the eval asset checks once the dataset is built
+        sizes = split_sizes(report)
+        check_split(split, sizes, f"dataset/{env.short}")
+        check_limit(n, split, sizes[split], f"dataset/{env.short}")
     keys = {eval_asset_key(env, registry[name]) for name in models}
     selection = dg.AssetSelection.assets(*keys)
     if dataset is None:
@@ -414,7 +472,7 @@ def run_eval_command(
     }
     job = defs.resolve_implicit_global_asset_job_def()
     subset = job.get_subset(asset_selection=selection.resolve(defs.resolve_asset_graph()))
-    result = subset.execute_in_process(
+    result = _console_job(subset, verbose).execute_in_process(
         instance=instance,
         run_config=run_config,
         raise_on_error=False,
@@ -429,16 +487,12 @@ def run_resume(run_id: str, verbose: bool = False) -> int:
     import dagster as dg
 
     from sv_dagster.definitions import build_definitions
-    from sv_dagster.runs import RunCommandError, plan_resume
+    from sv_dagster.runs import plan_resume
 
     started = time.perf_counter()
     instance = _instance()
     defs = build_definitions()
-    try:
-        plan = plan_resume(instance, run_id, defs.resolve_asset_graph().get_all_asset_keys())
-    except RunCommandError as exc:
-        print(f"sv-dagster resume: {exc}", file=sys.stderr)
-        return 2
+    plan = plan_resume(instance, run_id, defs.resolve_asset_graph().get_all_asset_keys())  # RunCommandError: `main`
     selection = dg.AssetSelection.assets(*plan.eval_keys)
     datasets = {dg.AssetKey(["dataset", key.path[1]]) for key in plan.eval_keys}
     if any(instance.get_latest_materialization_event(key) is None for key in datasets):
@@ -446,7 +500,7 @@ def run_resume(run_id: str, verbose: bool = False) -> int:
     job = defs.resolve_implicit_global_asset_job_def()
     subset = job.get_subset(asset_selection=selection.resolve(defs.resolve_asset_graph()))
     run_config = {**plan.run_config, **console_logs(verbose)}
-    result = subset.execute_in_process(
+    result = _console_job(subset, verbose).execute_in_process(
         instance=instance, run_config=run_config, raise_on_error=False, tags={**plan.tags, **owner_tags()}
     )
     return _report(result, f"resume of run {run_id}", started)
@@ -481,6 +535,17 @@ def _instance(reap: bool = True):
     return instance
 
 
+def _eval_folder(path: Path) -> Path:
+    """`path` if it is an eval folder (what `rescore` and `baseline record` read)."""
+    example = "give one like outputs/evals/<env>--<model>/<run_id>"
+    if not path.is_dir():
+        raise CommandError(f"{path}: no such folder; {example}")
+    missing = [name for name in ("metadata.json", "results.jsonl", "summary.json") if not (path / name).is_file()]
+    if missing:
+        raise CommandError(f"{path} is not an eval folder (no {', '.join(missing)}); {example}")
+    return path
+
+
 def run_rescore(source: Path, reward_config: Path | None) -> int:
     import uuid
 
@@ -488,7 +553,9 @@ def run_rescore(source: Path, reward_config: Path | None) -> int:
     from sv_dagster.core.envs import env_by_id
     from sv_dagster.core.evals.evaluation import rescore
 
-    metadata = json.loads((source / "metadata.json").read_text())
+    if reward_config is not None and not reward_config.is_file():
+        raise CommandError(f"--reward-config {reward_config}: no such file")
+    metadata = json.loads((_eval_folder(source) / "metadata.json").read_text())
     env = env_by_id(metadata["env"])
     run_id = f"rescore-{uuid.uuid4().hex[:12]}"
     run = rescore(env, source, outputs_root=outputs_root(), run_id=run_id, reward_config=reward_config)
@@ -536,8 +603,58 @@ def run_baseline(eval_dir: Path) -> int:
     from sv_dagster.core.artifacts.paths import outputs_root
     from sv_dagster.core.evals.gate import record_baseline
 
-    print(f"baseline recorded: {record_baseline(eval_dir, outputs_root())}")
+    print(f"baseline recorded: {record_baseline(_eval_folder(eval_dir), outputs_root())}")
     return 0
+
+
+USAGE_EXIT = 2
+"""Exit status of a mistake in what was asked for (as argparse's own errors)."""
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """Errors that mean a person asked for something wrong or a config file they edit is
+    wrong, with a one-line message naming the fix: printed as that line, with no traceback
+    unless --verbose. Any other error is a fault and keeps its traceback."""
+    from sv_dagster.core.data.corpora.build import DatasetConfigError
+    from sv_dagster.core.data.corpora.registry import SourceRegistryError
+    from sv_dagster.core.data.leakage import LeakageConfigError
+    from sv_dagster.core.data.synthetic.sampling import SamplingConfigError
+    from sv_dagster.core.envs import EnvironmentPluginError
+    from sv_dagster.core.eval_request import EvalRequestError
+    from sv_dagster.core.models.pricing import PriceTableError
+    from sv_dagster.core.models.registry import RegistryError
+    from sv_dagster.executors import ExecutorConfigError
+    from sv_dagster.runs import RunCommandError
+    from sv_dagster.training.config import TrainingConfigError
+    from sv_dagster.training.review import ReviewConfigError
+    from sv_shared.rewardconfig import RewardConfigError
+
+    return (
+        CommandError,
+        EvalRequestError,
+        RunCommandError,
+        RegistryError,
+        PriceTableError,
+        SourceRegistryError,
+        DatasetConfigError,
+        LeakageConfigError,
+        SamplingConfigError,
+        ExecutorConfigError,
+        TrainingConfigError,
+        ReviewConfigError,
+        RewardConfigError,
+        EnvironmentPluginError,
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a whole number, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -560,11 +677,14 @@ def main(argv: list[str] | None = None) -> int:
     evals.add_argument(
         "--n",
         default=None,
-        help="examples per model (a seeded subset), at most the split's size; 'all' (the default) for the whole split",
+        help="examples per model (a seeded subset), at most the split's size (more is an error); "
+        "'all' (the default) for the whole split",
     )
     evals.add_argument("--seed", type=int, default=42)
     evals.add_argument("--split", default="test")
-    evals.add_argument("--concurrency", type=int, default=None)
+    evals.add_argument(
+        "--concurrency", type=_positive_int, default=None, help="parallel requests (default: the model's own)"
+    )
     evals.add_argument(
         "--target",
         default="heuristic",
@@ -580,20 +700,26 @@ def main(argv: list[str] | None = None) -> int:
         "resume", parents=[after], help="continue a killed or failed eval run in its own results folder"
     )
     resume.add_argument("run_id")
-    runs = commands.add_parser("runs", help="run housekeeping")
+    runs = commands.add_parser("runs", parents=[after], help="run housekeeping")
     runs.add_argument(
         "action", choices=["reap"], help="reap: mark runs whose process is gone failed, free their pool slots"
     )
-    again = commands.add_parser("rescore", help="re-score stored completions with the current verifier")
+    again = commands.add_parser(
+        "rescore", parents=[after], help="re-score stored completions with the current verifier"
+    )
     again.add_argument("eval_dir", type=Path)
     again.add_argument("--reward-config", type=Path, default=None)
     commands.add_parser(
-        "check", help="regression gate over the latest evals (exit 1 on a regression, 3 if some have no baseline)"
+        "check",
+        parents=[after],
+        help="regression gate over the latest evals (exit 1 on a regression, 3 if some have no baseline)",
     )
-    baseline = commands.add_parser("baseline", help="record an eval folder as its model's baseline")
+    baseline = commands.add_parser("baseline", parents=[after], help="record an eval folder as its model's baseline")
     baseline.add_argument("action", choices=["record"])
     baseline.add_argument("eval_dir", type=Path)
-    trace = commands.add_parser("lineage", help="print an asset's lineage to its roots, from the instance's event log")
+    trace = commands.add_parser(
+        "lineage", parents=[after], help="print an asset's lineage to its roots, from the instance's event log"
+    )
     trace.add_argument("asset_key", help="e.g. eval/e1/heuristic or reports/monthly")
     trace.add_argument("--partition", default=None)
     trace.add_argument("--json", action="store_true", help="the full graph, machine-readable")
@@ -605,9 +731,13 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="ASSET_KEY is a report: trace the table row on this line (as `audit` prints it)",
     )
-    audit = commands.add_parser("audit", help="check every number in a report against the files it cites")
+    audit = commands.add_parser(
+        "audit", parents=[after], help="check every number in a report against the files it cites"
+    )
     audit.add_argument("report", help="a report's .md (or its .html, or a monthly report's folder)")
-    review = commands.add_parser("review", help="record a human spot-check decision on a synthetic batch")
+    review = commands.add_parser(
+        "review", parents=[after], help="record a human spot-check decision on a synthetic batch"
+    )
     review.add_argument("kind", choices=["synthetic"])
     review.add_argument("env", choices=sorted(ENVS))
     review.add_argument("--partition", required=True, help="the batch's day, YYYY-MM-DD")
@@ -623,6 +753,18 @@ def main(argv: list[str] | None = None) -> int:
     signoff.add_argument("--verdict", required=True, choices=["approve", "reject"])
     signoff.add_argument("--note", default="")
     args = parser.parse_args(argv)
+    try:
+        return _run(args)
+    except _user_errors() as exc:  # evaluated only when something was raised: no imports on success
+        if args.verbose:
+            traceback.print_exc()
+        # One line, the last of stderr: a message that spans lines is joined.
+        line = "; ".join(part.strip() for part in str(exc).splitlines() if part.strip())
+        print(f"sv-dagster {args.command}: {line}", file=sys.stderr)
+        return USAGE_EXIT
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.command == "resume":
         return run_resume(args.run_id, args.verbose)
     if args.command == "runs":
@@ -636,14 +778,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "demo":
         return run_demo(args.job, args.verbose)
     if args.command == "eval":
-        from sv_dagster.core.eval_request import EvalRequestError, parse_n
+        from sv_dagster.core.eval_request import parse_n
 
         models = [name for chunk in args.models for name in chunk.split()]
-        try:
-            n = parse_n(args.n) if args.n is not None else None
-        except EvalRequestError as exc:
-            print(f"sv-dagster eval: {exc}", file=sys.stderr)
-            return 2
+        n = parse_n(args.n) if args.n is not None else None
         return run_eval_command(
             args.env,
             models,

@@ -18,28 +18,36 @@ class EvalRequestError(ValueError):
 
 
 def _close(name: str, names: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
-    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
+    """' (did you mean ...?)' for the names like `name`, ignoring case (`GPT-5-mini`)."""
+    by_folded = {candidate.casefold(): candidate for candidate in names}
+    close = difflib.get_close_matches(name.casefold(), list(by_folded), n=3, cutoff=0.6)
+    return f" (did you mean {' or '.join(repr(by_folded[c]) for c in close)}?)" if close else ""
 
 
-def check_models(env_short: str, names: Sequence[str], registry: Mapping[str, ModelSpec]) -> None:
+def check_models(
+    env_short: str, names: Sequence[str], registry: Mapping[str, ModelSpec], label: str = "model", side: str = ""
+) -> None:
     """Every name is a registry model that serves `env_short` and, for an endpoint, has its
-    API key set (the environment and .env are read by then)."""
+    API key set (the environment and .env are read by then). `label` and `side` say which
+    flag a name came from (`--target model`, ` (the side e5 talks to)`), so a mistake in
+    the model on the other side of a dialogue names that side, not the one typed."""
+    serving = _serving(env_short, registry)
     for name in names:
         if name not in registry:
+            # A name close to one this environment has is the likelier meant than one it lacks.
+            close = _close(name, serving) or _close(name, sorted(registry))
             raise EvalRequestError(
-                f"unknown model {name!r}{_close(name, sorted(registry))}; "
-                f"the models for {env_short}: {', '.join(_serving(env_short, registry))}"
+                f"unknown {label} {name!r}{close}; the models for {env_short}{side}: {', '.join(serving)}"
             )
         spec = registry[name]
         if not spec.supports(env_short):
             raise EvalRequestError(
-                f"model {name!r} is registered for {', '.join(spec.envs)}, not {env_short}; "
-                f"the models for {env_short}: {', '.join(_serving(env_short, registry))}"
+                f"{label} {name!r} is registered for {', '.join(spec.envs)}, not {env_short}{side}; "
+                f"the models for {env_short}: {', '.join(serving)}"
             )
         if spec.api_key_env and not os.environ.get(spec.api_key_env):
             raise EvalRequestError(
-                f"model {name!r} needs the environment variable {spec.api_key_env} (put it in .env "
+                f"{label} {name!r} needs the environment variable {spec.api_key_env} (put it in .env "
                 f"or export it); nothing was run"
             )
 
