@@ -23,7 +23,7 @@ from sv_dagster.assets.evals import eval_asset_key, rescore_asset_key
 from sv_dagster.assets.tournament import tournament_key, tournament_keys
 from sv_dagster.assets.triage import triage_asset_key
 from sv_dagster.core.envs import EnvSpec, counterpart_pairs, pair_key, pair_label
-from sv_dagster.core.models.registry import ModelSpec
+from sv_dagster.core.models.registry import ModelSpec, RegistryError
 
 QUICK_SWEEP_N = 10
 STANDARD_SEED = 42
@@ -35,7 +35,7 @@ SCOREBOARD = dg.AssetKey(["reports", "scoreboard"])
 def _default_models(env: EnvSpec, models: dict[str, ModelSpec]) -> list[ModelSpec]:
     chosen = [m for m in models.values() if m.default and m.supports(env.short)]
     if not chosen:
-        raise ValueError(f"no default model in the registry evaluates {env.short}; mark one `default: true`")
+        raise RegistryError(f"no default model in the registry evaluates {env.short}; mark one `default: true`")
     return chosen
 
 
