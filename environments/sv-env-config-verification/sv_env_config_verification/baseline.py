@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import Any
 
 from sv_env_config_verification.inputs import InputError, file_kind, load_terraform, load_yaml_documents
@@ -192,9 +192,11 @@ def heuristic_reply(prompt: str) -> str:
 _HARDENED_CONTAINER = {"allowPrivilegeEscalation": False, "privileged": False}
 
 
-def kubernetes_fix(content: str, rules: set[str]) -> list[dict[str, Any]]:
+def kubernetes_fix(content: str, rules: set[str], kubelinter: Collection[str] = ()) -> list[dict[str, Any]]:
     """A JSON patch fixing the findings it can (privileged, escalation, root, host
-    namespaces, limits); image tags, hostPath and RBAC need a human and are left alone."""
+    namespaces, limits; of `kubelinter`, the kubelinter_rego rule ids, a writable root
+    filesystem, a missing CPU request or memory limit); image tags, hostPath and RBAC need a
+    human and are left alone."""
     try:
         documents = load_yaml_documents(content)
     except InputError:
@@ -235,12 +237,19 @@ def kubernetes_fix(content: str, rules: set[str]) -> list[dict[str, Any]]:
                 if "k8s-run-as-root" in rules:
                     sc.pop("runAsUser", None) if sc.get("runAsUser") == 0 else None
                     sc.pop("runAsNonRoot", None)
+                if "no-read-only-root-fs" in kubelinter:
+                    sc["readOnlyRootFilesystem"] = True
                 if sc != (c.get("securityContext") or {}):
                     ops.append({"op": "add", "path": f"{base}/{key}/{i}/securityContext", "value": sc})
-                limits = (c.get("resources") or {}).get("limits") or {}
+                resources = dict(c.get("resources") or {})
+                limits = resources.get("limits") or {}
                 if "k8s-no-resource-limits" in rules and ("cpu" not in limits or "memory" not in limits):
-                    resources = dict(c.get("resources") or {})
                     resources["limits"] = {"cpu": "500m", "memory": "256Mi", **limits}
+                if "unset-memory-requirements" in kubelinter and not (resources.get("limits") or {}).get("memory"):
+                    resources["limits"] = {**(resources.get("limits") or {}), "memory": "256Mi"}
+                if "unset-cpu-requirements" in kubelinter and not (resources.get("requests") or {}).get("cpu"):
+                    resources["requests"] = {**(resources.get("requests") or {}), "cpu": "100m"}
+                if resources != (c.get("resources") or {}):
                     ops.append({"op": "add", "path": f"{base}/{key}/{i}/resources", "value": resources})
     return ops
 
@@ -253,7 +262,8 @@ def _oracle_answer(filename: str, content: str, results: dict[str, Any]) -> str:
     patch: Any = ""
     if file_kind(filename) == "kubernetes":
         opa_rules = {vid.split("/", 1)[1] for vid in index if vid.startswith("opa/")}
-        patch = kubernetes_fix(content, opa_rules) or ""
+        kubelinter = {vid.split("/", 1)[1] for vid in index if vid.startswith("kubelinter_rego/")}
+        patch = kubernetes_fix(content, opa_rules, kubelinter) or ""
     errors = sorted(f"{t}: {r.error}" for t, r in results.items() if r.error)
     rationale = "oracle: " + ", ".join(sorted(results)) + (f"; errors: {errors}" if errors else "")
     return _reply(violations, patch, 0.9 if not errors else 0.5, rationale)

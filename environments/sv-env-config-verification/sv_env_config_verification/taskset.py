@@ -61,8 +61,9 @@ class ConfigVerificationTaskConfig(vf.TaskConfig):
     max_tool_calls: int = Field(4, ge=0)
     """Tool calls a model may make per rollout (`task.tool_budget`)."""
     tools: list[str] | None = None
-    """Tools to use (subset of opa, semgrep, checkov, kubelinter); unset: $SV_E2_TOOLS, else
-    every tool that is installed."""
+    """Tools to use (subset of opa, semgrep, checkov, kubelinter, kubelinter_rego); unset:
+    $SV_E2_TOOLS, else every default tool that is installed (kubelinter_rego, KubeLinter's
+    default checks as the project's Rego, is opt-in)."""
     mcp_tools: bool = False
     """Also serve the tools to verifiers' own harness as an MCP `vf.Toolset` (a server
     process per rollout); off by default, our runner calls `task.tool_functions()`."""
@@ -298,6 +299,7 @@ _TOOL_DOCS = {
     "semgrep": "Semgrep with the project's local rules",
     "checkov": "Checkov's built-in Kubernetes/Terraform checks",
     "kubelinter": "KubeLinter's built-in checks",
+    "kubelinter_rego": "the project's Rego versions of KubeLinter's default checks",
 }
 
 

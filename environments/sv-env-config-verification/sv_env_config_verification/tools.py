@@ -1,10 +1,13 @@
-"""E2's security tools behind one interface: in-process OPA plus the shared CLI scanners.
+"""E2's security tools behind one interface: in-process Rego plus the shared CLI scanners.
 
-`ToolSuite` owns one OPA evaluator and one `sv_shared.tools.Scanner` per CLI tool (Semgrep
-with the project's own local rules, Checkov's built-in checks, KubeLinter when its binary is
-installed). Every file is parsed with E2's bounded parsers first, so a YAML bomb, a huge
-file, binary garbage or broken HCL is reported as an error by every tool and never reaches
-a CLI tool. A tool that is not installed is labelled unavailable, never replaced.
+`ToolSuite` owns the in-process Rego evaluators (`opa`, the project's policies, and, when
+asked for, `kubelinter_rego`, KubeLinter's default checks written as Rego) and one
+`sv_shared.tools.Scanner` per CLI tool (Semgrep with the project's own local rules,
+Checkov's built-in checks, KubeLinter when its binary is installed). Every file is parsed
+with E2's bounded parsers first, so a YAML bomb, a huge file, binary garbage, broken HCL or
+a Helm template is reported as an error by every tool and never reaches a CLI tool. A tool
+that is not installed is labelled unavailable, never replaced: `kubelinter_rego` is a tool
+of its own, with its own ids, not a stand-in reported as `kubelinter`.
 """
 
 from __future__ import annotations
@@ -20,16 +23,22 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from sv_env_config_verification.inputs import InputError, file_kind, load_terraform, load_yaml_documents
-from sv_env_config_verification.opa import OpaEvaluator
+from sv_env_config_verification.inputs import InputError, file_kind, load_terraform
+from sv_env_config_verification.opa import KUBELINTER_REGO, KubeLinterRegoEvaluator, OpaEvaluator, load_manifests
 from sv_shared.tools import Finding, Scanner, ToolCache, ToolResult, default_cache
 
-TOOL_NAMES: tuple[str, ...] = ("opa", "semgrep", "checkov", "kubelinter")
+TOOL_NAMES: tuple[str, ...] = ("opa", "semgrep", "checkov", "kubelinter", KUBELINTER_REGO)
+DEFAULT_TOOLS: tuple[str, ...] = ("opa", "semgrep", "checkov", "kubelinter")
+"""Tools used when none are named. `kubelinter_rego` is opt-in (name it in the task config's
+`tools` or in $SV_E2_TOOLS): it flags hygiene (writable root filesystems, CPU requests,
+anti-affinity) on nearly every workload, which changes the bundled examples' oracle."""
+_IN_PROCESS = ("opa", KUBELINTER_REGO)
 _KINDS = {
     "opa": {"kubernetes", "terraform"},
     "semgrep": {"kubernetes", "terraform"},
     "checkov": {"kubernetes", "terraform"},
     "kubelinter": {"kubernetes"},
+    KUBELINTER_REGO: {"kubernetes"},
 }
 _PRECHECKS_KEPT = 256
 ENV_TOOLS = "SV_E2_TOOLS"
@@ -65,10 +74,10 @@ def _select(tool: str, result: ToolResult) -> ToolResult:
 
 
 def precheck(filename: str, content: str | bytes) -> str | None:
-    """Why the file cannot be scanned (size, binary, YAML bomb, syntax), or None."""
+    """Why the file cannot be scanned (size, binary, YAML bomb, syntax, Helm template), or None."""
     try:
         if file_kind(filename) == "kubernetes":
-            load_yaml_documents(content)
+            load_manifests(content)
         else:
             load_terraform(content)
     except InputError as exc:
@@ -78,7 +87,7 @@ def precheck(filename: str, content: str | bytes) -> str | None:
 
 class ToolSuite:
     def __init__(self, cache: ToolCache | None = None, tools: Iterable[str] | None = None) -> None:
-        wanted = tuple(tools) if tools is not None else TOOL_NAMES
+        wanted = tuple(tools) if tools is not None else DEFAULT_TOOLS
         unknown = sorted(set(wanted) - set(TOOL_NAMES))
         if unknown:
             raise ValueError(f"unknown tool(s) {unknown}; known: {list(TOOL_NAMES)}")
@@ -86,6 +95,9 @@ class ToolSuite:
         self.cache = cache
         self._prechecked: dict[tuple[str, str], str | None] = {}
         self.opa = OpaEvaluator(cache)
+        self.rego: dict[str, OpaEvaluator] = {"opa": self.opa}
+        if KUBELINTER_REGO in self.enabled:
+            self.rego[KUBELINTER_REGO] = KubeLinterRegoEvaluator(cache)
         self.scanners: dict[str, Scanner] = {}
         if "semgrep" in self.enabled:
             self.scanners["semgrep"] = Scanner("semgrep", rules=semgrep_rules_dir(), cache=cache)
@@ -95,8 +107,8 @@ class ToolSuite:
             self.scanners["kubelinter"] = Scanner("kubelinter", cache=cache)
 
     def is_available(self, tool: str) -> bool:
-        if tool == "opa":
-            return "opa" in self.enabled
+        if tool in _IN_PROCESS:
+            return tool in self.enabled
         scanner = self.scanners.get(tool)
         return scanner is not None and scanner.available
 
@@ -110,11 +122,14 @@ class ToolSuite:
         return tuple(name for name in self.available if kind in _KINDS[name])
 
     def versions(self) -> dict[str, dict[str, Any]]:
-        """Every known tool: available, version, ruleset_hash (provenance)."""
+        """Every default tool, and any opt-in one that is enabled: available, version,
+        ruleset_hash (provenance)."""
         out: dict[str, dict[str, Any]] = {}
         for name in TOOL_NAMES:
-            if name == "opa":
-                info = self.opa.info()
+            if name not in DEFAULT_TOOLS and name not in self.enabled:
+                continue
+            if name in self.rego:
+                info = self.rego[name].info()
             elif name in self.scanners:
                 info = self.scanners[name].info()
             else:
@@ -127,15 +142,15 @@ class ToolSuite:
         return out
 
     def _error(self, tool: str, error: str) -> ToolResult:
-        info = self.versions()[tool]
+        info = self.versions().get(tool, {"version": "disabled", "ruleset_hash": None})
         return ToolResult(tool, str(info["version"]), str(info["ruleset_hash"]), (), error)
 
     async def run(self, tool: str, filename: str, content: str) -> ToolResult:
         """One tool on one file (concurrent callers of a CLI tool share its process)."""
         if not self.is_available(tool):
             return self._error(tool, f"{tool} unavailable")
-        if tool == "opa":
-            return await asyncio.to_thread(self.opa.evaluate, filename, content)
+        if tool in _IN_PROCESS:  # records a wrong file kind as its own error
+            return await asyncio.to_thread(self.rego[tool].evaluate, filename, content)
         if file_kind(filename) not in _KINDS[tool]:
             return self._error(tool, f"{tool} does not scan {file_kind(filename)} files")
         problem = await self._precheck(filename, content)
@@ -175,11 +190,13 @@ class ToolSuite:
             for name, content in files.items():
                 if file_kind(name) not in _KINDS[tool]:
                     continue
-                if tool == "opa":
-                    out[name][tool] = self.opa.evaluate(name, content)
+                if tool in self.rego:
+                    out[name][tool] = self.rego[tool].evaluate(name, content)
+                elif tool in _IN_PROCESS:
+                    out[name][tool] = self._error(tool, f"{tool} unavailable")
                 elif name not in scannable:
                     out[name][tool] = self._error(tool, precheck(name, content) or "not scannable")
-            if tool != "opa" and self.is_available(tool):
+            if tool not in _IN_PROCESS and self.is_available(tool):
                 batch = {n: c for n, c in scannable.items() if file_kind(n) in _KINDS[tool]}
                 for name, result in self.scanners[tool].scan_many(batch).items():
                     out[name][tool] = _select(tool, result)
@@ -198,7 +215,7 @@ def _suite(tools: tuple[str, ...] | None) -> ToolSuite:
 
 def default_suite(tools: Sequence[str] | None = None) -> ToolSuite:
     """The process-wide suite (shared cache, shared scanners) for `tools` (default: $SV_E2_TOOLS,
-    else every tool)."""
+    else `DEFAULT_TOOLS`)."""
     chosen = tuple(tools) if tools is not None else configured_tools()
     return _suite(chosen)
 
@@ -235,6 +252,7 @@ def oracle_index(results: dict[str, ToolResult]) -> dict[str, str]:
 
 
 __all__ = [
+    "DEFAULT_TOOLS",
     "ENV_TOOLS",
     "TOOL_NAMES",
     "Finding",

@@ -73,6 +73,11 @@ class ConfigVerificationToolset(vf.Toolset[ConfigToolsConfig]):
         """Scan the file (or `content`, a candidate patched version) with KubeLinter; findings as JSON."""
         return await self._run("kubelinter", content)
 
+    @vf.tool
+    async def run_kubelinter_rego(self, content: str | None = None) -> str:
+        """Scan the file (or `content`, a candidate patched version) with the project's Rego versions of KubeLinter's default checks; findings as JSON."""
+        return await self._run("kubelinter_rego", content)
+
 
 if __name__ == "__main__":
     ConfigVerificationToolset.run()
