@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sv_shared import extract_json_object
-from sv_shared.parsing import parsed_once
+from sv_shared.parsing import MAX_REPLY_CHARS, parsed_once
 from sv_shared.tools import SEVERITIES
 
 ANSWER_SCHEMA = (
@@ -59,6 +59,10 @@ def parse_completion(text: str | None) -> ConfigAnswer:
     violations list of {id: "tool/rule", severity: low|medium|high}, a string or list patch
     (or none) and a confidence in [0, 1]; usable parts are kept even when it is False."""
     problems: list[str] = []
+    if isinstance(text, str) and len(text) > MAX_REPLY_CHARS:
+        return ConfigAnswer(
+            (), None, None, None, False, (f"reply too long: {len(text)} characters > limit {MAX_REPLY_CHARS}",)
+        )
     raw = extract_json_object(text) if isinstance(text, str) else None
     if raw is None:
         return ConfigAnswer((), None, None, None, False, ("no JSON object found",))

@@ -1,19 +1,23 @@
 """Bounded parsing of the files E2 scans: Kubernetes YAML and Terraform HCL.
 
 Model-written patches and user datasets reach these parsers, so every parse is bounded:
-a size cap, a binary check, and for YAML a cap on the size of the document *after* alias
-expansion (a "billion laughs" YAML bomb is tiny on disk and huge in memory). Failures raise
-`InputError` with a message that says what was wrong; callers record it per example.
+a size cap, a binary check, a nesting-depth limit read in linear time before the parser
+runs, and for YAML a cap on the size of the document *after* alias expansion (a "billion
+laughs" YAML bomb is tiny on disk and huge in memory). HCL is parsed in a worker process
+with a deadline (`sv_shared.bounded`): python-hcl2's lexer has super-linear regexes no
+pre-check can rule out. Failures raise `InputError` with a message that says what was
+wrong; callers record it per example.
 """
 
 from __future__ import annotations
 
 import re
-import threading
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import yaml
+
+from sv_shared.bounded import MAX_NESTING_DEPTH, InputRefused, ParserFailed, run_bounded
 
 MAX_BYTES = 1_000_000
 """Largest file (UTF-8 bytes) any tool is asked to scan."""
@@ -21,6 +25,11 @@ MAX_YAML_NODES = 200_000
 """Largest YAML node count after alias expansion (the corpus's files have < 500)."""
 MAX_YAML_ALIASES = 1_000
 """Most alias references in one file; real manifests rarely use more than a handful."""
+MAX_DEPTH = MAX_NESTING_DEPTH
+"""Deepest nesting of sequences/mappings (YAML) or brackets (HCL) a file may have; the
+corpus's files nest under 10 levels."""
+HCL_DEADLINE_S = 10.0
+"""Seconds python-hcl2 may take on one file (a few milliseconds for the corpus's files)."""
 
 FileKind = Literal["kubernetes", "terraform"]
 
@@ -100,25 +109,65 @@ def _expanded_size(root: yaml.Node, limit: int) -> int:
     return size(root)
 
 
+def _check_yaml_events(text: str, loader: type) -> None:
+    """InputError at the first event nested past MAX_DEPTH, or when the file uses more than
+    MAX_YAML_ALIASES aliases; YAMLError when `loader`'s parser finds a syntax error."""
+    depth = aliases = 0
+    for event in yaml.parse(text, Loader=loader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = event.start_mark.line + 1 if event.start_mark is not None else "?"
+                raise InputError(f"YAML nested deeper than {MAX_DEPTH} levels (line {line})")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
+        elif isinstance(event, yaml.AliasEvent):
+            aliases += 1
+    if aliases > MAX_YAML_ALIASES:
+        raise InputError(f"YAML uses {aliases} aliases > limit {MAX_YAML_ALIASES} (alias bomb?)")
+
+
+def check_yaml_structure(text: str) -> None:
+    """InputError for YAML nested past MAX_DEPTH or with too many aliases, before PyYAML's
+    pure-Python scanner sees it: that scanner keeps a pending "simple key" per open flow
+    collection and re-checks them all at every token, so `[[[...]]]` costs time quadratic
+    in its depth (half a minute at depth 10,000, holding the GIL all along).
+
+    Read from libyaml's event stream: C speed, linear, and it stops at the first event past
+    the limit. Where libyaml finds a syntax error, the pure-Python parser (the one that
+    builds the documents) is asked the same question instead, so a file libyaml alone
+    rejects is judged exactly as before; its scanner stops at the limit too, after at most
+    the 1024 characters a simple key may span."""
+    fast = getattr(yaml, "CSafeLoader", None)
+    if fast is not None:
+        try:
+            _check_yaml_events(text, fast)
+            return
+        except yaml.YAMLError:
+            pass
+    _check_yaml_events(text, yaml.SafeLoader)
+
+
 def load_yaml_documents(content: str | bytes, *, max_bytes: int = MAX_BYTES) -> list[YamlDocument]:
     """Every non-empty document of a (multi-document) YAML file, bounded as described above."""
     text = check_text(content, max_bytes=max_bytes)
     try:
-        aliases = sum(1 for event in yaml.parse(text, Loader=yaml.SafeLoader) if isinstance(event, yaml.AliasEvent))
-        if aliases > MAX_YAML_ALIASES:
-            raise InputError(f"YAML uses {aliases} aliases > limit {MAX_YAML_ALIASES} (alias bomb?)")
+        check_yaml_structure(text)
         nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError as exc:
         raise InputError(f"invalid YAML: {_one_line(exc)}") from exc
     except RecursionError as exc:
         raise InputError("YAML nested too deeply") from exc
     documents = []
+    # One constructor for every document: building a loader reads (and checks) the whole
+    # text, so a loader per document cost time quadratic in the file for many documents.
+    constructor = yaml.SafeLoader("")
     for index, node in enumerate(nodes):
         if node is None:
             continue
         _expanded_size(node, MAX_YAML_NODES)
         try:
-            value = yaml.SafeLoader(text).construct_document(node)
+            value = constructor.construct_document(node)
         except (yaml.YAMLError, RecursionError, TypeError) as exc:
             raise InputError(f"invalid YAML document {index}: {_one_line(exc)}") from exc
         if value is None:
@@ -154,26 +203,82 @@ def _flatten_blocks(raw: list[dict] | None, mode: str) -> list[dict[str, Any]]:
 # python-hcl2 8.x serializes with a mutable default `SerializationContext` shared by every
 # call and flipped while it walks interpolations: two threads parsing at once corrupt each
 # other's strings (and OPA then finds nothing). Known upstream (amplify-education/python-hcl2
-# issue 327, open); drop the lock once a release fixes it. Parsing takes milliseconds.
-_HCL_LOCK = threading.Lock()
+# issue 327, open). Each parse runs in a worker process that parses one file at a time, so
+# no two parses ever share it.
 
 INPUTS_REVISION = 2
 """How files become Rego input; part of OPA's cache key. 2: HCL parsed one at a time (an
 OPA result cached before may come from a corrupted concurrent parse)."""
 
+# What HCL text opens or closes a nesting level with, outside comments and strings.
+_HCL_CODE = re.compile(r'[\[\](){}"#]|//|/\*')
+# Inside a quoted string: an escape, a literal "$${" / "%%{", the end, or an interpolation.
+_HCL_STRING = re.compile(r'\\.|\$\$\{|%%\{|"|\n|[$%]\{')
+
+
+def hcl_nested_deeper_than(text: str, limit: int = MAX_DEPTH) -> bool:
+    """Whether brackets, strings and "${...}" interpolations nest more than `limit` levels in
+    HCL `text`, read in one pass without parsing.
+
+    A fast refusal, not the bound itself: heredocs are read as code, so a heredoc's
+    unbalanced brackets can make this over- or under-count; the worker's deadline bounds
+    whatever it misses."""
+    stack: list[str] = []
+    pos = 0
+    while True:
+        if stack and stack[-1] == '"':
+            match = _HCL_STRING.search(text, pos)
+            if match is None:
+                return False
+            token, pos = match.group(), match.end()
+            if token in ('"', "\n"):  # a quoted string ends at its line's end at the latest
+                stack.pop()
+            elif token in ("${", "%{"):
+                stack.append("{")
+        else:
+            match = _HCL_CODE.search(text, pos)
+            if match is None:
+                return False
+            token, pos = match.group(), match.end()
+            if token in ("(", "[", "{", '"'):
+                stack.append(token)
+            elif token in (")", "]", "}"):
+                if stack:
+                    stack.pop()
+                continue
+            elif token == "/*":
+                end = text.find("*/", pos)
+                pos = len(text) if end < 0 else end + 2
+                continue
+            else:  # "#" or "//": a comment to the end of the line
+                end = text.find("\n", pos)
+                pos = len(text) if end < 0 else end + 1
+                continue
+        if len(stack) > limit:
+            return True
+
+
+def _parse_hcl(text: str) -> dict[str, Any]:
+    """python-hcl2's parse of `text`, in a worker process with a deadline and memory cap."""
+    try:
+        return run_bounded("hcl2:loads", text, deadline_s=HCL_DEADLINE_S, what="HCL")
+    except InputRefused as exc:
+        raise InputError(str(exc)) from exc
+    except ParserFailed as exc:
+        if exc.kind == "RecursionError":
+            raise InputError("HCL nested too deeply") from exc
+        # lark's parse errors have no common public base in hcl2's API: any error is "invalid"
+        raise InputError(f"invalid HCL: {_one_line(exc.detail)}") from exc
+
 
 def load_terraform(content: str | bytes, *, max_bytes: int = MAX_BYTES) -> dict[str, Any]:
     """{"resources": [...], "data": [...]} (each {"mode", "type", "name", "config"}) from HCL."""
-    import hcl2
-
     text = check_text(content, max_bytes=max_bytes)
-    try:
-        with _HCL_LOCK:
-            raw = hcl2.loads(text)
-    except RecursionError as exc:
-        raise InputError("HCL nested too deeply") from exc
-    except Exception as exc:  # lark's parse errors have no common public base in hcl2's API
-        raise InputError(f"invalid HCL: {_one_line(exc)}") from exc
+    if hcl_nested_deeper_than(text, MAX_DEPTH):
+        raise InputError(f"HCL nested deeper than {MAX_DEPTH} levels")
+    raw = _parse_hcl(text)
+    if not isinstance(raw, dict):
+        raise InputError("invalid HCL: the parser returned no body")
     return {
         "resources": _flatten_blocks(raw.get("resource"), "managed"),
         "data": _flatten_blocks(raw.get("data"), "data"),

@@ -15,9 +15,12 @@ import posixpath
 from typing import Any
 
 from sv_env_config_verification.inputs import InputError, check_text, file_kind, load_yaml_documents
+from sv_shared.bounded import find_block
 from sv_shared.parsing import MAX_JSON_DEPTH, json_nested_deeper_than
 
 MAX_PATCH_CHARS = 200_000
+MAX_DIFF_HUNKS = 100
+"""A fix touches a few places; every hunk costs a search of the whole file."""
 MAX_JSON_PATCH_OPERATIONS = 100
 """A fix changes a few fields; thousands of operations only cost time."""
 MAX_JSON_PATCH_GROWTH = 65_536
@@ -153,6 +156,9 @@ def _apply_unified_diff(filename: str, content: str, diff: str) -> str:
     text = diff.strip("\n") + "\n"
     if text.lstrip().startswith("@@"):  # hunks without file headers: they mean the task's file
         text = f"--- a/{filename}\n+++ b/{filename}\n{text.lstrip()}"
+    hunks = ("\n" + text).count("\n@@")
+    if hunks > MAX_DIFF_HUNKS:
+        raise PatchError(f"diff has {hunks} hunks; the limit is {MAX_DIFF_HUNKS}")
     try:
         patch_set = PatchSet(text)
     except (UnidiffParseError, ValueError, IndexError) as exc:
@@ -165,14 +171,16 @@ def _apply_unified_diff(filename: str, content: str, diff: str) -> str:
     for path in (patched_file.source_file, patched_file.target_file):
         _check_target(filename, _clean_path(path))
     lines = content.splitlines(keepends=True)
+    normed = [_norm(line) for line in lines]  # kept in step with `lines`, hunk by hunk
     offset = 0
     for number, hunk in enumerate(patched_file, start=1):
         source = [line.value for line in hunk if line.is_context or line.is_removed]
         target = [line.value for line in hunk if line.is_context or line.is_added]
-        start = _locate(lines, source, max(hunk.source_start - 1 + offset, 0))
+        start = _locate(normed, [_norm(line) for line in source], max(hunk.source_start - 1 + offset, 0))
         if start is None:
             raise PatchError(f"hunk {number} (@@ -{hunk.source_start}) does not match the file")
         lines[start : start + len(source)] = target
+        normed[start : start + len(source)] = [_norm(line) for line in target]
         offset += len(target) - len(source)
     return "".join(lines)
 
@@ -182,19 +190,12 @@ def _norm(line: str) -> str:
 
 
 def _locate(lines: list[str], block: list[str], expected: int) -> int | None:
-    """Where `block` sits in `lines`: at `expected`, else the nearest unique match
-    (models often get hunk line numbers wrong but the context right)."""
-    want = [_norm(line) for line in block]
-    size = len(want)
+    """Where `block` sits in `lines` (both without line ends): at `expected`, else the
+    nearest match, the earlier one on a tie (models often get hunk line numbers wrong but
+    the context right)."""
+    size = len(block)
     if size == 0:
         return min(expected, len(lines))
-
-    def matches(at: int) -> bool:
-        return at + size <= len(lines) and all(_norm(lines[at + i]) == want[i] for i in range(size))
-
-    if matches(expected):
+    if lines[expected : expected + size] == block:
         return expected
-    found = [at for at in range(len(lines) - size + 1) if matches(at)]
-    if not found:
-        return None
-    return min(found, key=lambda at: abs(at - expected))
+    return find_block(lines, block, expected)

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from sv_env_config_verification.dataset import bundled_examples, read_examples
-from sv_env_config_verification.inputs import InputError, file_kind, load_terraform
+from sv_env_config_verification.inputs import InputError, file_kind, load_terraform, load_yaml_documents
 
 GENERATOR_ID = "sv-env-config-verification/synthetic"
 GENERATOR_VERSION = "1"
@@ -570,7 +570,10 @@ def _dump(docs: list[Any]) -> str:
 
 
 def _load(text: str) -> list[Any]:
-    return [d for d in yaml.safe_load_all(text) if d is not None]
+    """The non-empty documents of a YAML file. Seeds may come from a user's dataset and
+    variations from a model's reply, so this is the bounded loader (size, depth and alias
+    limits checked before PyYAML builds anything); InputError when a bound is passed."""
+    return [document.value for document in load_yaml_documents(text)]
 
 
 def unified_diff(vulnerable: str, fixed: str, filename: str) -> str:
@@ -636,7 +639,8 @@ def generate(
             suffix = f"{rng.randrange(16**4):04x}"
             try:
                 made = make_pair(seed, mutation, suffix, rng)
-            except (yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:  # a seed the operator cannot walk
+            # A seed the loader refuses (InputError) or the operator cannot walk.
+            except (InputError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
                 rejects.append(
                     {
                         "id": f"{id_prefix}-draw{attempts}",
@@ -760,7 +764,7 @@ def parse_variation(row: dict[str, Any], text: str, suffix: str) -> dict[str, An
         raise ValueError(f"reply is not valid {kind}: {exc}") from exc
     except ValueError:
         raise
-    except Exception as exc:  # yaml/lark parse errors
+    except Exception as exc:  # both loaders wrap their parsers' errors; anything else, in one line
         raise ValueError(f"reply is not valid {kind}: {' '.join(str(exc).split())[:200]}") from exc
     stem, _, ext = row["filename"].rpartition(".")
     out = json.loads(json.dumps(row))

@@ -229,7 +229,9 @@ class ConfigVerificationTask(vf.Task[ConfigVerificationData, vf.State, ConfigVer
             outcome = PatchOutcome("empty")
         else:
             try:
-                patched = apply_patch(self.data.filename, self.data.content, answer.patch)  # type: ignore[arg-type]
+                # Parsing and applying a model's patch is CPU work: off the event loop, so other
+                # examples are scored meanwhile.
+                patched = await asyncio.to_thread(apply_patch, self.data.filename, self.data.content, answer.patch)  # type: ignore[arg-type]
             except PatchError as exc:
                 outcome = PatchOutcome("failed", error=str(exc))
             else:

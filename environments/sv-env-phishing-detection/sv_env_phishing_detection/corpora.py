@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from sv_env_phishing_detection.emails import normalize_email, render_email_question
+from sv_shared.bounded import InputRefused, ParserFailed, check_size, run_bounded
 from sv_shared.corpora import (
     CorpusSpec,
     Item,
@@ -79,7 +80,18 @@ def emails(spec: SourceSpec, frame: Any) -> Normalised:
     return result
 
 
-def _eml_fields(text: str) -> dict[str, Any]:
+MAX_EML_CHARS = 30_000_000
+"""Largest RFC 822 message read (mail systems refuse messages over 25 MB)."""
+EML_DEADLINE_S = 10.0
+"""Seconds parsing one message may take (milliseconds for real mail): the email package's
+header parser is super-linear on some hostile headers (a few thousand encoded words or
+addresses take seconds), and no cheap pre-check rules that out."""
+
+
+def eml_fields(text: str) -> dict[str, Any]:
+    """From/Reply-To/To/Subject, the plain (or de-tagged HTML) body, links and attachment
+    names of one RFC 822 message. Not bounded in time itself: `_parse_eml` runs it in a
+    worker process with a deadline."""
     message = email.message_from_string(text, policy=email.policy.default)
     body_part = message.get_body(preferencelist=("plain", "html")) if message.is_multipart() else message
     try:
@@ -102,6 +114,13 @@ def _eml_fields(text: str) -> dict[str, Any]:
     }
 
 
+def _parse_eml(text: str) -> dict[str, Any]:
+    """`eml_fields(text)` in a worker process, bounded in size, time and memory: one hostile
+    message costs at most EML_DEADLINE_S and never stalls the rest of the corpus."""
+    check_size(text, MAX_EML_CHARS, "email")
+    return run_bounded(f"{__name__}:eml_fields", text, deadline_s=EML_DEADLINE_S, what="email")
+
+
 def eml(spec: SourceSpec, frame: Any) -> Normalised:
     """RFC 822 messages (.eml files, one per row): headers, the plain (or de-tagged HTML) body,
     links and attachment names."""
@@ -111,11 +130,12 @@ def eml(spec: SourceSpec, frame: Any) -> Normalised:
     for i, row in enumerate(records(frame[["path", "text"]])):
         ref = f"{where[i]} ({row['path']})"
         try:
-            raw = _eml_fields(text_of(row["text"]))
-        except Exception as exc:  # the email package raises many types on broken messages
-            result.rejects.append(
-                reject(spec.id, ref, f"not a parsable email ({type(exc).__name__}: {str(exc)[:100]})")
-            )
+            raw = _parse_eml(text_of(row["text"]))
+        except InputRefused as exc:
+            result.rejects.append(reject(spec.id, ref, f"email refused: {exc}"))
+            continue
+        except ParserFailed as exc:  # the email package raises many types on broken messages
+            result.rejects.append(reject(spec.id, ref, f"not a parsable email ({exc.kind}: {exc.detail[:100]})"))
             continue
         _add(result, _item(spec, raw, spec.label.value, ref))
     return result

@@ -11,7 +11,13 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
+
+from sv_shared.parsing import MAX_JSON_DEPTH, json_nested_deeper_than
+
+MAX_LINE_CHARS = 16_000_000
+"""Longest line of a JSONL dataset (characters). Rows hold one example (E2's largest file
+is 1 MB); a longer line is reported, never read into memory whole."""
 
 
 class DatasetError(ValueError):
@@ -28,22 +34,46 @@ class Example:
     """`path:line` the example was read from."""
 
 
+def _bounded_lines(handle: TextIO, limit: int) -> Iterator[tuple[int, str | None]]:
+    """(line number, line) for each line of `handle`, the line None when it is longer than
+    `limit` characters: such a line is skipped, never held in memory whole."""
+    line_no = 0
+    while line := handle.readline(limit + 1):
+        line_no += 1
+        if len(line) > limit and not line.endswith("\n"):
+            while (rest := handle.readline(1 << 20)) and not rest.endswith("\n"):
+                pass
+            yield line_no, None
+        else:
+            yield line_no, line
+
+
 def json_objects(path: str | Path, errors: list[str]) -> Iterator[tuple[int, str, dict[str, Any]]]:
     """(line number, `path:line`, object) for each JSON object line of a JSONL file; blank lines are
-    skipped, and a line that is not JSON or not an object is appended to `errors` (the
-    caller reports them all at once). A missing file raises DatasetError."""
+    skipped, and a line that is not JSON or not an object, is longer than MAX_LINE_CHARS or
+    nests deeper than MAX_JSON_DEPTH is appended to `errors` (the caller reports them all at
+    once). A missing file raises DatasetError."""
     path = Path(path)
     if not path.is_file():
         raise DatasetError(f"dataset file not found: {path}")
     with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
+        for line_no, line in _bounded_lines(handle, MAX_LINE_CHARS):
+            where = f"{path}:{line_no}"
+            if line is None:
+                errors.append(f"{where}: line longer than {MAX_LINE_CHARS} characters")
+                continue
             if not line.strip():
                 continue
-            where = f"{path}:{line_no}"
+            if json_nested_deeper_than(line, MAX_JSON_DEPTH):
+                errors.append(f"{where}: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+                continue
             try:
                 row = json.loads(line)
             except json.JSONDecodeError as exc:
                 errors.append(f"{where}: not valid JSON ({exc.msg})")
+                continue
+            except (ValueError, RecursionError) as exc:  # an integer past Python's digit limit
+                errors.append(f"{where}: not valid JSON ({' '.join(str(exc).split())[:200]})")
                 continue
             if not isinstance(row, dict):
                 errors.append(f"{where}: expected a JSON object, got {type(row).__name__}")

@@ -10,6 +10,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from sv_shared.bounded import MAX_NESTING_DEPTH
+
 T = TypeVar("T")
 
 # A Markdown code fence, with or without a language tag: ```json\n{...}\n```. The header's
@@ -25,10 +27,14 @@ _RATIONALE_KEYS = ("rationale", "reason", "reasoning", "explanation")
 _DECODER = json.JSONDecoder()
 # How many parsed objects parse_label_answer looks through for one carrying the label field.
 _MAX_OBJECTS = 64
-MAX_JSON_DEPTH = 100
+MAX_JSON_DEPTH = MAX_NESTING_DEPTH
 """Deepest nesting of lists and objects an answer may have (honest ones have under ten):
 deeper objects are no answer, so nothing downstream (a JSON patch, the results writer)
 meets nesting that exhausts the interpreter's stack."""
+MAX_REPLY_CHARS = 4_000_000
+"""Longest reply searched for a JSON answer (honest ones are a few kilobytes; the largest
+patch an environment accepts is 200,000 characters). Decoding a whole reply costs memory
+several times its size, so a longer one holds no answer."""
 
 
 @dataclass(frozen=True)
@@ -212,13 +218,16 @@ def parsed_once(parse: Callable[[Any], T], maxsize: int = 128) -> Callable[[Any]
     both (every parser of this project does: stripping moves no JSON object, fence or diff
     header). The result is shared, so it must be immutable (a frozen dataclass whose
     fields nobody mutates). `maxsize` only has to outlast the concurrent completions of
-    one run: each is parsed by the runner, then at once by its rewards."""
+    one run: each is parsed by the runner, then at once by its rewards. A reply longer
+    than MAX_REPLY_CHARS is parsed each time instead (quickly: it holds no answer), so the
+    cache never keeps megabytes of hostile replies alive."""
     cached = functools.lru_cache(maxsize=maxsize)(parse)
 
     @functools.wraps(parse)
     def parse_once(text: Any) -> T:
         if isinstance(text, str):
-            return cached(text.strip())
+            text = text.strip()
+            return parse(text) if len(text) > MAX_REPLY_CHARS else cached(text)
         return cached(text) if text is None else parse(text)
 
     parse_once.cache_info = cached.cache_info  # type: ignore[attr-defined]
@@ -229,10 +238,10 @@ def parsed_once(parse: Callable[[Any], T], maxsize: int = 128) -> Callable[[Any]
 def extract_json_object(text: str | None) -> dict | None:
     """The JSON object in a reply: the whole text, a fenced block, or the first balanced
     `{...}` that parses (later ones are tried when earlier ones do not). None when there
-    is none; never raises."""
+    is none or the reply is longer than MAX_REPLY_CHARS; never raises."""
     try:
         text = _as_text(text)
-        if not text:
+        if not text or len(text) > MAX_REPLY_CHARS:
             return None
         return next(_candidate_objects(text), None)
     except Exception:  # the contract is "never raises"
@@ -351,6 +360,10 @@ def parse_label_answer(
         text = _as_text(text)
         if not text or not text.strip():
             return ParsedAnswer(None, None, None, None, False, ("empty completion",))
+        if len(text) > MAX_REPLY_CHARS:
+            return ParsedAnswer(
+                None, None, None, None, False, (f"reply too long: {len(text)} characters > limit {MAX_REPLY_CHARS}",)
+            )
         fields = None
         for i, candidate in enumerate(_candidate_objects(text)):
             found = _Fields(candidate)
