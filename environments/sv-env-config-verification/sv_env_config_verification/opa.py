@@ -125,6 +125,16 @@ def _jsonable(value: Any, depth: int = 0) -> Any:
     return value
 
 
+def _expression(query: str, output: Any) -> Any:
+    """The value of a regopy query's output (None when undefined)."""
+    if not output.ok():
+        raise RuntimeError(f"rego query {query} failed: {str(output)[:300]}")
+    text = str(output)
+    if text.strip() == "undefined":
+        return None
+    return json.loads(text)["expressions"][0]
+
+
 def _unreadable(query: str, exc: ValueError) -> str:
     # regopy 1.5.2 prints a string default of object.get() quoted and unescaped inside
     # sprintf, so its own JSON output fails to parse: a policy bug, reported as a tool
@@ -179,12 +189,7 @@ class OpaEvaluator:
             output = interpreter.query(query)
         except ValueError as exc:
             raise RuntimeError(_unreadable(query, exc)) from exc
-        if not output.ok():
-            raise RuntimeError(f"rego query {query} failed: {str(output)[:300]}")
-        text = str(output)
-        if text.strip() == "undefined":
-            return None
-        return json.loads(text)["expressions"][0]
+        return _expression(query, output)
 
     def catalogue(self) -> dict[str, dict[str, str]]:
         """Every rule: id -> {"severity", "title", "kind"}."""
@@ -287,12 +292,7 @@ class KubeLinterRegoEvaluator(OpaEvaluator):
             output = interpreter.query_bundle_entrypoint(bundle, entrypoint)
         except ValueError as exc:
             raise RuntimeError(_unreadable(query, exc)) from exc
-        if not output.ok():
-            raise RuntimeError(f"rego query {query} failed: {str(output)[:300]}")
-        text = str(output)
-        if text.strip() == "undefined":
-            return None
-        return json.loads(text)["expressions"][0]
+        return _expression(query, output)
 
     def _evaluate(self, filename: str, content: str | bytes) -> list[Finding]:
         kind = file_kind(filename)
