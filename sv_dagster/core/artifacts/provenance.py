@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import shutil
 import subprocess
+import time
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from importlib import metadata
@@ -63,6 +66,31 @@ def stable_json(obj: Any) -> str:
 
 def config_hash(obj: Any) -> str:
     return hashlib.sha256(stable_json(obj).encode()).hexdigest()
+
+
+def sha256_hex(value: str) -> str:
+    """`value` as a lower-case sha256 hex digest; ValueError if it is not one."""
+    value = value.strip().lower()
+    if not re.fullmatch(r"[0-9a-f]{64}", value):
+        raise ValueError(f"{value!r} is not a sha256 (64 hex digits)")
+    return value
+
+
+STALE_STAGING_S = 24 * 3600.0
+"""Age after which a cache's staging folder can only be a killed process's leftover."""
+
+
+def remove_stale_staging(folder: Path, prefix: str, older_than_s: float = STALE_STAGING_S) -> None:
+    """Temporary folders a killed process left under `folder` (never taken for cache entries,
+    since their names are no hashes; removed once old enough that no live process still
+    writes them)."""
+    now = time.time()
+    for leftover in folder.glob(f"{prefix}*"):
+        try:
+            if leftover.is_dir() and now - leftover.stat().st_mtime > older_than_s:
+                shutil.rmtree(leftover, ignore_errors=True)
+        except OSError:
+            continue
 
 
 def file_sha256(path: Path) -> str:

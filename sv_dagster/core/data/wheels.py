@@ -27,14 +27,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sv_dagster.core.artifacts.provenance import file_sha256
+from sv_dagster.core.artifacts.provenance import file_sha256, remove_stale_staging, sha256_hex
 
 CHUNK = 1 << 20
 CACHE_ENV = "SV_WHEEL_CACHE"
@@ -42,7 +41,6 @@ PIP_TIMEOUT_S = 900.0
 """A whole `pip download` (a ~100 MB wheel takes seconds here; pip's own retries bound a
 dead index well before this)."""
 STAGING_PREFIX = ".download-"
-STALE_STAGING_S = 24 * 3600.0
 
 
 class WheelError(RuntimeError):
@@ -61,10 +59,10 @@ def normalize_name(package: str) -> str:
 
 
 def _check_sha256(value: str, what: str) -> str:
-    value = value.strip().lower()
-    if not re.fullmatch(r"[0-9a-f]{64}", value):
-        raise WheelError(f"{what}: {value!r} is not a sha256 (64 hex digits)")
-    return value
+    try:
+        return sha256_hex(value)
+    except ValueError as exc:
+        raise WheelError(f"{what}: {exc}") from None
 
 
 Downloader = Callable[[str, str, Path], None]
@@ -278,18 +276,6 @@ def _wheel_version(filename: str) -> tuple[str, str] | None:
 def entry_dir(package: str, version: str, sha256: str, cache_dir: Path | None = None) -> Path:
     """The cache folder of one pinned wheel: `<cache>/<name>/<version>/<sha256>/`."""
     return (cache_dir or wheel_cache_dir()) / normalize_name(package) / version / sha256
-
-
-def remove_stale_staging(folder: Path, prefix: str, older_than_s: float = STALE_STAGING_S) -> None:
-    """Temporary folders a killed process left under `folder` (never taken for entries, since
-    their names are no hashes; removed once old enough that no live process still writes them)."""
-    now = time.time()
-    for leftover in folder.glob(f"{prefix}*"):
-        try:
-            if leftover.is_dir() and now - leftover.stat().st_mtime > older_than_s:
-                shutil.rmtree(leftover, ignore_errors=True)
-        except OSError:
-            continue
 
 
 def _find_wheel(folder: Path, package: str, version: str) -> Path | None:

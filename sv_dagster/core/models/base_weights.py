@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from sv_dagster.core.artifacts.paths import CONFIGS_DIR
-from sv_dagster.core.artifacts.provenance import file_sha256
+from sv_dagster.core.artifacts.provenance import file_sha256, remove_stale_staging, sha256_hex
 from sv_dagster.core.artifacts.yamlfile import read_yaml_mapping
 
 CATALOG_PATH = CONFIGS_DIR / "base_models.yaml"
@@ -40,7 +40,6 @@ RECORD_FILE = "conversion.json"
 WEIGHTS_FILE = "model.safetensors"
 SAVE_DTYPE = "float32"
 STAGING_PREFIX = ".convert-"
-STALE_STAGING_S = 24 * 3600.0
 MAX_SHARD_SIZE = "100GB"
 """One weights file for every catalog model (they are small enough to train on a CPU), so the
 weights have one sha256."""
@@ -55,14 +54,7 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-def _sha256(value: str) -> str:
-    value = value.strip().lower()
-    if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
-        raise ValueError(f"{value!r} is not a sha256 (64 hex digits)")
-    return value
-
-
-Sha256 = Annotated[str, AfterValidator(_sha256)]
+Sha256 = Annotated[str, AfterValidator(sha256_hex)]
 
 
 class WheelPin(_Strict):
@@ -248,17 +240,6 @@ class WheelSource(Protocol):
     def extract(self, member: str, dest: Path, sha256: str | None = None) -> Any: ...
 
 
-def _remove_stale_staging(root: Path) -> None:
-    """Conversion folders a killed process left (never taken for entries: their names are
-    no hashes), once a day old, so no live conversion loses its folder."""
-    for leftover in root.glob(f"{STAGING_PREFIX}*"):
-        try:
-            if time.time() - leftover.stat().st_mtime > STALE_STAGING_S:
-                shutil.rmtree(leftover, ignore_errors=True)
-        except OSError:
-            continue
-
-
 def materialize(
     entry: BaseModelEntry,
     wheel: WheelSource,
@@ -291,7 +272,7 @@ def materialize(
         log(f"{what}: cached conversion {final}")
         return ConvertedModel(final, record, cached=True)
     root.mkdir(parents=True, exist_ok=True)
-    _remove_stale_staging(root)
+    remove_stale_staging(root, STAGING_PREFIX)
     staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root))
     try:
         started = time.time()
