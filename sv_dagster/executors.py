@@ -9,6 +9,10 @@ shape that `dagster-celery worker start -y` reads, so Celery workers and runs sh
 A chosen executor whose file is missing or invalid, or whose variables are unset, fails when
 the definitions load, naming the file and the variables (docs/deploy.md has the details).
 
+Local multiprocess runs start their step processes from a forkserver that has already imported
+the definitions (and Great Expectations), unless a run's config picks a start method: a spawned
+step re-imports them, ~6 s of CPU per step (10 s for a data check) before any work.
+
 `k8s_job_tags(gpu=...)` gives the `dagster-k8s/config` tag that sizes a pod: on an asset's
 `op_tags` it sizes that step's pod under the k8s_job_executor; on a job's `tags`, the run pod
 under the K8sRunLauncher (dagster-k8s gives step pods only their op tags, never run tags).
@@ -16,6 +20,7 @@ under the K8sRunLauncher (dagster-k8s gives step pods only their op tags, never 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -32,6 +37,8 @@ EXECUTOR_CONFIG_ENV = "SV_EXECUTOR_CONFIG"
 EXECUTORS_DIR = CONFIGS_DIR / "executors"
 EXECUTOR_NAMES = ("multiprocess", "in_process", "k8s", "celery", "ray")
 K8S_CONFIG_TAG = "dagster-k8s/config"
+# Imported once by the forkserver; a module that fails to import there is skipped by it.
+FORKSERVER_PRELOAD = ("dagster._core.executor.multiprocess", "sv_dagster.definitions", "great_expectations")
 
 
 class ExecutorConfigError(ValueError):
@@ -104,7 +111,10 @@ def build_executor(name: str, path: Path | None = None) -> dg.ExecutorDefinition
         raise ExecutorConfigError(
             f"{path}: {EXECUTOR_ENV}={name} needs these environment variables set: {', '.join(missing)}"
         )
-    configured = executor.configured(config)
+    if name == "multiprocess":
+        configured = executor.configured(lambda _: with_forkserver_start(config))
+    else:
+        configured = executor.configured(config)
     # Dagster checks executor config only when a run starts; check it now, on an empty job.
     probe = dg.GraphDefinition(name="sv_executor_config_check").to_job(executor_def=configured)
     try:
@@ -114,10 +124,46 @@ def build_executor(name: str, path: Path | None = None) -> dg.ExecutorDefinition
     return configured
 
 
-def executor_from_env() -> dg.ExecutorDefinition | None:
-    """The executor `SV_EXECUTOR` names, configured; None (Dagster's default) when unset."""
+def executor_from_env() -> dg.ExecutorDefinition:
+    """The executor `SV_EXECUTOR` names, configured; Dagster's default when unset."""
     name = os.environ.get(EXECUTOR_ENV, "").strip()
-    return build_executor(name) if name else None
+    return build_executor(name) if name else default_executor()
+
+
+_forkserver_environment: str | None = None
+
+
+def forkserver_matches_environment() -> bool:
+    """Whether a forkserver of this process runs with the current environment variables.
+
+    A process has one forkserver, started by its first forkserver run with the environment of
+    that moment, and every step forked from it inherits that environment. A later run in the
+    same process (a test, a notebook) under other variables must spawn its steps instead."""
+    global _forkserver_environment
+    digest = hashlib.sha256(json.dumps(sorted(os.environ.items())).encode()).hexdigest()
+    if _forkserver_environment is None:
+        _forkserver_environment = digest
+    return _forkserver_environment == digest
+
+
+def with_forkserver_start(config: Mapping[str, Any]) -> dict[str, Any]:
+    """Multiprocess executor config that starts steps from a preloaded forkserver, unless the
+    config chooses a start method or this process's forkserver has another environment."""
+    if "start_method" in config or not forkserver_matches_environment():
+        return dict(config)
+    return {**config, "start_method": {"forkserver": {"preload_modules": list(FORKSERVER_PRELOAD)}}}
+
+
+def default_executor() -> dg.ExecutorDefinition:
+    """Dagster's default executor, same name and run config, with forkserver-started steps."""
+    base = dg.multi_or_in_process_executor
+
+    def mapped(config: dict[str, Any]) -> dict[str, Any]:
+        if "in_process" in config:
+            return config
+        return {"multiprocess": with_forkserver_start(config.get("multiprocess") or {})}
+
+    return base.configured(mapped, name=base.name, config_schema=base.config_schema)
 
 
 def k8s_job_tags(gpu: bool = False, pods_file: Path = EXECUTORS_DIR / "k8s-pods.yaml") -> dict[str, str]:

@@ -26,9 +26,11 @@ import yaml
 from sv_dagster.definitions import build_definitions
 from sv_dagster.executors import (
     EXECUTORS_DIR,
+    FORKSERVER_PRELOAD,
     K8S_CONFIG_TAG,
     ExecutorConfigError,
     build_executor,
+    default_executor,
     executor_from_env,
     k8s_job_tags,
 )
@@ -99,9 +101,8 @@ def test_definitions_resolve_every_job_with_the_executor(name, deploy_env, monke
 
 def test_unset_keeps_dagsters_default_and_bad_choices_fail_at_load(isolated, monkeypatch, tmp_path):
     monkeypatch.delenv("SV_EXECUTOR", raising=False)
-    assert executor_from_env() is None
     default = build_definitions().resolve_job_def("eval_e1").executor_def
-    assert default.name == dg.multi_or_in_process_executor.name
+    assert default.name == executor_from_env().name == dg.multi_or_in_process_executor.name
 
     monkeypatch.setenv("SV_EXECUTOR", "spark")
     with pytest.raises(
@@ -241,6 +242,55 @@ def test_the_local_executors_run_for_real(name, isolated: Path):
     else:
         assert "in process" in engine.lower() or "in-process" in engine.lower()
         assert set(step_pids.values()) == {run_pid}
+
+
+def resolved_executor_config(executor: dg.ExecutorDefinition, run_config: dict | None = None) -> dict:
+    probe = dg.GraphDefinition(name="probe").to_job(executor_def=executor)
+    return dg.validate_run_config(probe, run_config or {})["execution"]
+
+
+def test_local_steps_start_from_a_preloaded_forkserver_unless_the_run_says_otherwise(monkeypatch):
+    monkeypatch.setattr("sv_dagster.executors._forkserver_environment", None)
+    forkserver = {"forkserver": {"preload_modules": list(FORKSERVER_PRELOAD)}}
+    assert "sv_dagster.definitions" in FORKSERVER_PRELOAD
+    default = resolved_executor_config(default_executor())["multi_or_in_process_executor"]
+    assert default["multiprocess"]["start_method"] == forkserver
+    chosen = {"multiprocess": {"max_concurrent": 2, "start_method": {"spawn": {}}}}
+    resolved = resolved_executor_config(default_executor(), {"execution": {"config": chosen}})
+    assert resolved["multi_or_in_process_executor"]["multiprocess"]["start_method"] == {"spawn": {}}
+    in_process = resolved_executor_config(default_executor(), {"execution": {"config": {"in_process": {}}}})
+    assert set(in_process["multi_or_in_process_executor"]) == {"in_process"}
+    assert resolved_executor_config(build_executor("multiprocess"))["multiprocess"]["start_method"] == forkserver
+
+    # The forkserver keeps the environment it started with: a run under other variables spawns.
+    monkeypatch.setenv("SV_OUTPUTS_DIR", "/elsewhere")
+    moved = resolved_executor_config(default_executor())["multi_or_in_process_executor"]["multiprocess"]
+    assert "start_method" not in moved  # Dagster's default: spawn
+
+
+def step_parent_pid() -> int:
+    return os.getppid()
+
+
+@dg.op
+def report_parent_pid() -> int:
+    return step_parent_pid()
+
+
+@dg.job(executor_def=default_executor())
+def parent_pid_job():
+    report_parent_pid()
+
+
+@pytest.mark.slow
+def test_a_default_multiprocess_run_forks_its_steps_from_the_forkserver(tmp_path: Path, monkeypatch):
+    """Spawned steps are children of the run's process; forkserver steps are the server's."""
+    monkeypatch.setattr("sv_dagster.executors._forkserver_environment", None)
+    with dg.instance_for_test(temp_dir=str(tmp_path)) as instance:
+        with dg.execute_job(dg.reconstructable(parent_pid_job), instance) as result:
+            assert result.success
+            parent = result.output_for_node("report_parent_pid")
+    assert parent not in (os.getpid(), 1)
 
 
 def run_job(job: str, **env: str) -> dg.DagsterRun:
