@@ -53,3 +53,12 @@ def sources():
     from sv_dagster.core.data.corpora import load_sources
 
     return load_sources()
+
+
+@pytest.fixture(scope="session")
+def full_demo(tmp_path_factory: pytest.TempPathFactory):
+    """One `sv-dagster demo` for the session (tests/support/full_demo.py): the demo's output
+    test and the key scan read the same run instead of running the whole demo twice."""
+    from tests.support.full_demo import run_full_demo
+
+    return run_full_demo(tmp_path_factory.mktemp("full-demo"), REPO_ROOT)

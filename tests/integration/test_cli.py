@@ -45,8 +45,8 @@ def test_dagster_job_execute_eval_e1_as_written(isolated: Path):
 
 
 @pytest.mark.slow
-def test_demo_prints_metrics_and_artifact_paths(isolated: Path):
-    proc = run([str(BIN / "sv-dagster"), "demo"])
+def test_demo_prints_metrics_and_artifact_paths(full_demo):
+    proc = full_demo.proc  # `sv-dagster demo` in a fresh outputs root and instance
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = proc.stdout
     assert "bundled SAMPLE" in out

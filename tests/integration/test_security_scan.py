@@ -5,7 +5,6 @@ and the console output for each key value and for common key patterns."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -25,22 +24,20 @@ KEY_PATTERNS = [
 ]
 
 
-def test_no_key_reaches_outputs_the_instance_or_logs_after_a_full_demo(isolated: Path, tmp_path_factory):
+def test_no_key_reaches_outputs_the_instance_or_logs_after_a_full_demo(full_demo, tmp_path: Path):
     env_vars = sorted(
         {spec.api_key_env for spec in load_registry(REPO_ROOT / "configs" / "models.yaml").values() if spec.api_key_env}
     )
     assert {"OPENAI_API_KEY", "ANTHROPIC_API_KEY", "VLLM_API_KEY"} <= set(env_vars)
-    keys = {name: f"sk-{name.lower().replace('_', '')}-DONOTLEAK-{i:04d}abcdefghij" for i, name in enumerate(env_vars)}
-    secrets = tmp_path_factory.mktemp("outside-the-repo") / "secrets.env"
-    keys["LOOP_KEY"] = "sk-loop-DONOTLEAK-from-secrets-file-0123456789"
-    secrets.write_text(f"LOOP_KEY={keys['LOOP_KEY']}\n")  # read by the code location, never set in our env
-    environ = {**os.environ, **{k: v for k, v in keys.items() if k != "LOOP_KEY"}, "SV_SECRETS_FILE": str(secrets)}
+    keys, environ, root = full_demo.keys, full_demo.environ, full_demo.root
+    assert set(env_vars) <= set(keys) and all(environ[name] == keys[name] for name in env_vars)
+    assert "LOOP_KEY" not in environ and keys["LOOP_KEY"] in Path(environ["SV_SECRETS_FILE"]).read_text()
     cli = str(Path(sys.executable).parent / "sv-dagster")
 
-    demo = subprocess.run([cli, "demo"], cwd=REPO_ROOT, env=environ, capture_output=True, text=True, timeout=900)
+    demo = full_demo.proc
     assert demo.returncode == 0, demo.stderr[-3000:]
     with LoopbackOpenAIServer(lambda req: "I can't help with that.", require_api_key=keys["LOOP_KEY"]) as server:
-        registry = isolated / "models.yaml"
+        registry = tmp_path / "models.yaml"
         registry.write_text(
             (REPO_ROOT / "configs" / "models.yaml").read_text()
             + f"  loop:\n    backend: openai\n    model: m\n    base_url: {server.base_url}\n    api_key_env: LOOP_KEY\n"
@@ -60,7 +57,7 @@ def test_no_key_reaches_outputs_the_instance_or_logs_after_a_full_demo(isolated:
         "demo console": (demo.stdout + demo.stderr).encode(),
         "eval console": (keyed.stdout + keyed.stderr).encode(),
     }
-    files = [p for root in (isolated / "outputs", isolated / "dagster_home") for p in root.rglob("*") if p.is_file()]
+    files = [p for top in (root / "outputs", root / "dagster_home") for p in top.rglob("*") if p.is_file()]
     assert any(p.suffix == ".db" for p in files) and any(p.name == "results.jsonl" for p in files)
     blobs.update({str(p): p.read_bytes() for p in files})
     for where, blob in blobs.items():
