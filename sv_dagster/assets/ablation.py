@@ -68,7 +68,7 @@ def build_ablation_asset(env_short: str) -> dg.AssetsDefinition:
             "sft": dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, "sft"))),
             "baseline": dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, "rlft_stage1"))),
         },
-        group_name="training",
+        group_name="ablations",
         kinds={"json", "markdown"},
         pool="gpu",
         op_tags=gpu_op_tags(),

@@ -13,6 +13,14 @@ from sv_dagster.core.artifacts.paths import outputs_root
 from sv_dagster.core.artifacts.redaction import write_redacted
 
 
+def env_group(env_short: str, stage: str) -> str:
+    """The asset group of one environment's assets of one stage (`e1_evals`, `e1_training`).
+
+    The UI labels an asset node by the last part of its key only (`heuristic`, `sft`), so
+    each group holds one environment's assets of one kind, whose last parts differ."""
+    return f"{env_short}_{stage}"
+
+
 def artifact_dir(context: dg.AssetExecutionContext, *parts: str) -> Path:
     """`outputs/<parts>/<date>_<run>`: dated, and unique per run so an older
     materialization's files are never overwritten under its recorded hash."""

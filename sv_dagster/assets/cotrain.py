@@ -19,6 +19,7 @@ from typing import Any
 
 import dagster as dg
 
+from sv_dagster.assets.common import env_group
 from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.assets.training import (
     TRAINING_KINDS,
@@ -58,7 +59,7 @@ def build_attacker_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.As
             "defender": dg.AssetIn(key=asset_key_of(cycle_key(defense, cycle - 1))),
             "sft_data": dg.AssetIn(key=["sft_data", a]),
         },
-        group_name="training",
+        group_name=env_group(attack.short, "training"),
         kinds=TRAINING_KINDS,
         pool="gpu",
         op_tags=gpu_op_tags(),
@@ -167,7 +168,7 @@ def build_defender_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.As
             "sft_data": dg.AssetIn(key=["sft_data", d]),
             "behaviors": dg.AssetIn(key=["dataset", a]),
         },
-        group_name="training",
+        group_name=env_group(defense.short, "training"),
         kinds=TRAINING_KINDS,
         pool="gpu",
         op_tags=gpu_op_tags(),

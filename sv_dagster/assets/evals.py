@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 from pydantic import Field
 
+from sv_dagster.assets.common import env_group
 from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.core.artifacts.paths import outputs_root
 from sv_dagster.core.envs import EnvSpec
@@ -149,7 +150,7 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
         ins={"dataset": dg.AssetIn(key=["dataset", env.short])},
         deps=[dg.AssetKey(model.checkpoint_asset.split("/"))] if trained else [],
         output_required=not trained,
-        group_name="evals",
+        group_name=env_group(env.short, "evals"),
         pool=model.pool,
         kinds={"json"},
         tags={"sv/env": env.short, "sv/model": model.key, "sv/backend": model.backend},
@@ -317,7 +318,7 @@ def build_rescore_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
     @provenance_asset(
         key=rescore_asset_key(env, model),
         ins={"evaluation": dg.AssetIn(key=eval_asset_key(env, model))},
-        group_name="evals",
+        group_name=env_group(env.short, "rescores"),
         kinds={"json"},
         tags={"sv/env": env.short, "sv/model": model.key},
         description=f"The stored completions of the latest {env.env_id} / {model.name} eval scored again with "

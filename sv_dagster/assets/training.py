@@ -18,7 +18,7 @@ from typing import Any
 import dagster as dg
 from pydantic import Field
 
-from sv_dagster.assets.common import write_json
+from sv_dagster.assets.common import env_group, write_json
 from sv_dagster.assets.recipe import Artifact, provenance_asset, upstream_data_versions
 from sv_dagster.core.artifacts.paths import outputs_root
 from sv_dagster.core.envs import ENVS
@@ -124,7 +124,7 @@ def build_sft_data_asset(env_short: str) -> dg.AssetsDefinition:
         key=["sft_data", env_short],
         ins={"dataset": dg.AssetIn(key=["dataset", env_short])},
         deps=deps,
-        group_name="training",
+        group_name=env_group(env_short, "training"),
         kinds={"json"},
         tags={"sv/env": env_short},
         description=f"{env.env_id}: the curated train split plus the latest accepted synthetic batch as chat examples "
@@ -452,7 +452,7 @@ def build_stage_asset(env_short: str, stage: str) -> dg.AssetsDefinition:
     declare = provenance_asset(
         key=asset_key_of(catalog.checkpoint_key(env_short, stage)),
         ins=ins,
-        group_name="training",
+        group_name=env_group(env_short, "training"),
         kinds=TRAINING_KINDS,
         pool=None if stage == "base" else "gpu",  # one training process on the GPU at a time
         op_tags=gpu_op_tags(stage != "base"),
@@ -497,6 +497,12 @@ def _review_prompts(sft_data: list[Artifact], limit: int) -> list[list[dict[str,
     return prompts
 
 
+def review_group(key: str) -> str:
+    """`safety_review/<env>/<stage>` is its environment's; the cross-environment review is `safety`."""
+    parts = key.split("/")
+    return env_group(parts[1], "safety") if len(parts) == 3 else "safety"
+
+
 def build_review_asset(key: str, checkpoint_key: str, sft_keys: list[str], label: str) -> dg.AssetsDefinition:
     ins = {
         "checkpoint": dg.AssetIn(key=asset_key_of(checkpoint_key)),
@@ -506,7 +512,7 @@ def build_review_asset(key: str, checkpoint_key: str, sft_keys: list[str], label
     @provenance_asset(
         key=asset_key_of(key),
         ins=ins,
-        group_name="safety",
+        group_name=review_group(key),
         kinds={"json", "markdown"},
         tags={"sv/checkpoint": checkpoint_key.replace("/", ".")},
         description=f"Automated safety review of {label}: adversarial probes (E6 turns, E5 behaviors), the checkpoint's "
@@ -594,7 +600,7 @@ def build_signoff_asset(env_short: str) -> dg.AssetsDefinition:
     @provenance_asset(
         key=["safety_signoff", env_short],
         deps=[asset_key_of(review_key)],
-        group_name="safety",
+        group_name=env_group(env_short, "safety"),
         kinds={"json"},
         tags={"sv/env": env_short},
         description=f"A human's sign-off on the reviewed {env_short} checkpoint (reviewer, time, verdict, and the data "
@@ -646,7 +652,7 @@ def build_promoted_asset(env_short: str) -> dg.AssetsDefinition:
         key=asset_key_of(catalog.checkpoint_key(env_short, "promoted")),
         ins={"signoff": dg.AssetIn(key=["safety_signoff", env_short])},
         deps=[asset_key_of(review_key)],
-        group_name="training",
+        group_name=env_group(env_short, "training"),
         kinds={"json"},
         tags={"sv/env": env_short},
         description=f"The {env_short} checkpoint the sweeps and nightly regressions evaluate: the reviewed stage-1 "

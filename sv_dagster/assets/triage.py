@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import dagster as dg
 
-from sv_dagster.assets.common import write_json
+from sv_dagster.assets.common import env_group, write_json
 from sv_dagster.assets.evals import eval_asset_key
 from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.core.artifacts.paths import outputs_root
@@ -26,7 +26,7 @@ def build_triage_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
     @provenance_asset(
         key=triage_asset_key(env, model),
         ins={"evaluation": dg.AssetIn(key=eval_asset_key(env, model))},
-        group_name="evals",
+        group_name=env_group(env.short, "triage"),
         kinds={"markdown"},
         tags={"sv/env": env.short, "sv/model": model.key},
         description=f"Low-reward examples of {env.env_id} / {model.name} grouped by cause "

@@ -121,23 +121,30 @@ EXPECTED_DEPS = {
     **{f"reports/{r}": ALL_EVALS for r in ("weekly", "scoreboard")},
     "reports/monthly": ALL_EVALS | {"tournament/e5_e6"} | TRAINING_COMPUTE,  # attacker curves, training compute
 }
-PROGRAM_GROUPS = {"corpora", "datasets", "synthetic", "training", "safety", "evals", "tournaments", "reports"}
+# Shared groups, then one group per environment and stage (`e1_evals`, `e1_training`, ...).
+SHARED_GROUPS = {"corpora", "datasets", "synthetic", "ablations", "training", "safety", "tournaments", "reports"}
+ENV_STAGES = {"evals", "rescores", "triage", "training", "safety"}
 EXPECTED_GROUPS = {
     "corpus/iot23": "corpora",
     "dataset/e1": "datasets",
     "dataset/e2": "datasets",
-    "eval/e1/heuristic": "evals",
-    "eval/e3/tool_oracle": "evals",
+    "eval/e1/heuristic": "e1_evals",
+    "eval/e3/tool_oracle": "e3_evals",
+    "rescore/e3/tool_oracle": "e3_rescores",
+    "triage/e2/heuristic": "e2_triage",
     "reports/weekly": "reports",
     "tournament/e5_e6": "tournaments",
     "synthetic/e1": "synthetic",
     "synthetic/e6": "synthetic",
-    "sft_data/e1": "training",
-    "checkpoint/e1/rlft_stage1": "training",
-    "ablation/e2": "training",
-    "safety_review/e1/rlft_stage1": "safety",
-    "safety_signoff/e1": "safety",
-    "eval/e1/tiny_e1_rlft1": "evals",
+    "sft_data/e1": "e1_training",
+    "checkpoint/e1/rlft_stage1": "e1_training",
+    "checkpoint/e5/cotrain_1": "e5_training",
+    "checkpoint/rlft_stage2": "training",
+    "ablation/e2": "ablations",
+    "safety_review/e1/rlft_stage1": "e1_safety",
+    "safety_review/rlft_stage2": "safety",
+    "safety_signoff/e1": "e1_safety",
+    "eval/e1/tiny_e1_rlft1": "e1_evals",
 }
 
 
@@ -253,6 +260,17 @@ def test_asset_keys_and_deps(graph):
     assert deps == EXPECTED_DEPS
 
 
+def test_the_ui_labels_every_node_of_a_group_distinctly(graph):
+    """The asset graph labels a node by the last part of its key alone (`heuristic`, `sft`):
+    within one group, no two assets may share it, or six environments' nodes look alike."""
+    labels: dict[str, dict[str, list[str]]] = {}
+    for spec in graph.resolve_all_asset_specs():
+        labels.setdefault(spec.group_name, {}).setdefault(spec.key.path[-1], []).append(spec.key.to_user_string())
+    clashes = {group: keys for group, by_label in labels.items() for keys in by_label.values() if len(keys) > 1}
+    assert not clashes
+    assert {"base", "sft", "rlft_stage1", "promoted", "e1"} <= set(labels["e1_training"])  # stage names read as such
+
+
 def test_groups_owners_and_provenance_on_every_asset(graph):
     specs = {spec.key.to_user_string(): spec for spec in graph.resolve_all_asset_specs()}
     for key, group in EXPECTED_GROUPS.items():
@@ -262,7 +280,8 @@ def test_groups_owners_and_provenance_on_every_asset(graph):
         assert spec.tags.get(PROVENANCE_TAG) == "v1", key
         assert spec.description, key
         # A readable graph: every asset in one of the program's groups, with the kinds of what it writes.
-        assert spec.group_name in PROGRAM_GROUPS, (key, spec.group_name)
+        env, _, stage = spec.group_name.partition("_")
+        assert spec.group_name in SHARED_GROUPS or (env in ENVS and stage in ENV_STAGES), (key, spec.group_name)
         assert spec.kinds and spec.kinds <= {"json", "png", "html", "markdown", "parquet", "pytorch", "huggingface"}, (
             key,
             spec.kinds,

@@ -1,7 +1,7 @@
 """The Dagster UI as a user sees it: E1's path and the monthly report are materialized into
 a fresh instance, `dagster dev` serves it on loopback, headless Chromium (Debian's package)
-opens the asset graph, the eval table's materialization history and its regression gate, and
-the webserver's GraphQL API is asked for the lineage from the monthly report back to the
+opens the asset graph, the eval table's materialization history and its regression gate, one
+environment's training group and a report row's lineage, and the webserver's GraphQL API is asked for the lineage from the monthly report back to the
 corpora. Screenshots land under the test's tmp_path and in `test-output/ui/` at the repo root."""
 
 from __future__ import annotations
@@ -122,13 +122,13 @@ def test_ui_shows_graph_eval_history_and_gate_and_graphql_lineage(isolated: Path
             dismiss_welcome(page)
             for name in ("iot23", "e1", "heuristic"):  # node titles: the last part of each key
                 page.get_by_text(name, exact=True).first.wait_for(timeout=30_000)
-            for group in ("corpora", "datasets", "evals"):
+            for group in ("corpora", "datasets", "e1_evals"):
                 page.get_by_text(group, exact=True).first.wait_for(timeout=10_000)
             page.get_by_text("Materialized").nth(2).wait_for(timeout=30_000)  # all three nodes' status loaded
             shoot(page, "01-asset-graph-eval-e1-upstream", shots)
 
             page.goto(f"{ui.url}/asset-groups", wait_until="load")
-            for group in ("corpora", "datasets", "evals", "reports", "tournaments"):
+            for group in ("corpora", "datasets", "e1_evals", "e1_training", "reports", "tournaments"):
                 page.get_by_text(group, exact=True).first.wait_for(timeout=30_000)
             page.get_by_text("fetching statuses").first.wait_for(state="hidden", timeout=30_000)
             shoot(page, "02-global-asset-lineage", shots)
@@ -147,6 +147,18 @@ def test_ui_shows_graph_eval_history_and_gate_and_graphql_lineage(isolated: Path
             page.get_by_text("NO BASELINE", exact=True).first.wait_for(timeout=10_000)
             page.get_by_text("eval_dir", exact=True).first.wait_for(timeout=10_000)
             shoot(page, "04-eval-e1-heuristic-regression-gate", shots)
+
+            # One environment's training group: each node's label names its stage, once.
+            page.goto(f"{ui.url}/locations/sv_dagster.definitions/asset-groups/e1_training", wait_until="load")
+            for label in ("e1", "base", "sft", "rlft_stage1", "promoted"):  # e1: sft_data/e1
+                page.get_by_text(label, exact=True).first.wait_for(timeout=30_000)
+            shoot(page, "05-e1-training-group", shots)
+
+            # A report row's lineage: the row's eval, the reports it feeds, its dataset and corpora.
+            page.goto(f"{ui.url}/assets/{EVAL}?view=lineage&lineageScope=neighbors&lineageDepth=2", wait_until="load")
+            for name in ("datasets", "e1_evals", "e1_rescores", "weekly", "scoreboard"):  # what the view centres on
+                page.get_by_text(name, exact=True).first.wait_for(timeout=30_000)
+            shoot(page, "06-monthly-report-lineage-to-corpora", shots)
 
     for shot in shots.iterdir():  # a person can look at them after `make test`
         assert (SCREENSHOTS / shot.name).read_bytes() == shot.read_bytes()
