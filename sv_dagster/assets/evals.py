@@ -28,6 +28,25 @@ def headline_metrics(env: EnvSpec) -> tuple[str, ...]:
     return (*keys, *(key for key in ("mean_reward", "n_errors") if key not in keys))
 
 
+def example_set(run_metadata: dict) -> str:
+    """Which examples an eval scored: split, N, and the seed when N is a drawn subset."""
+    dataset = run_metadata["dataset"]
+    n, size = dataset["n_examples"], dataset.get("split_size")
+    drawn = size is None or n < size
+    return f"{dataset.get('split', '?')} n={n}" + (f" seed={run_metadata.get('seed')}" if drawn else "")
+
+
+def metric_metadata(env: EnvSpec, summary: dict, run_metadata: dict) -> dict:
+    """Headline metrics keyed by the example set they were measured on, with that set shown.
+    The UI plots each numeric metadata key across materializations, so a key must never mix
+    a dev run with a test run, or a 7-example subset with the whole split."""
+    examples = example_set(run_metadata)
+    return {
+        "examples": examples,
+        **{f"{name} [{examples}]": summary.get(name) for name in headline_metrics(env)},
+    }
+
+
 class EvalConfig(dg.Config):
     split: str = Field(default="test", description="Dataset split to evaluate: train, dev or test.")
     limit: int | None = Field(
@@ -190,7 +209,11 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
             concurrency=config.concurrency,
             reward_config=reward_config,
             seed=config.seed,
-            dataset_info={"split": config.split, "sample": dataset.facts.get("sample", False)},
+            dataset_info={
+                "split": config.split,
+                "split_size": sizes[config.split],
+                "sample": dataset.facts.get("sample", False),
+            },
             use_tools=config.include_tools,
         )
         size = sizes[config.split]
@@ -247,7 +270,7 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
                 ),
             },
             metadata={
-                **{name: summary.get(name) for name in headline_metrics(env)},
+                **metric_metadata(env, summary, run.metadata),
                 "n_examples": summary["n_examples"],
                 "summary": dg.MetadataValue.json(summary),
                 "results": dg.MetadataValue.path(str(run.results_path)),
@@ -342,7 +365,7 @@ def build_rescore_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
                 "sample": run.summary["sample"],
             },
             metadata={
-                **{name: run.summary.get(name) for name in headline_metrics(env)},
+                **metric_metadata(env, run.summary, run.metadata),
                 "summary": dg.MetadataValue.json(run.summary),
             },
             files={"metadata": run.metadata_path, "results": run.results_path, "summary": run.summary_path},

@@ -1,8 +1,9 @@
 """The Dagster UI as a user sees it: E1's path and the monthly report are materialized into
 a fresh instance, `dagster dev` serves it on loopback, headless Chromium (Debian's package)
 opens the asset graph, the eval table's materialization history and its regression gate, one
-environment's training group and a report row's lineage, and the webserver's GraphQL API is asked for the lineage from the monthly report back to the
-corpora. Screenshots land under the test's tmp_path and in `test-output/ui/` at the repo root."""
+environment's training group and a report row's lineage, and the webserver's GraphQL API is
+asked for the lineage from the monthly report back to the corpora. Screenshots land under
+the test's tmp_path and in `test-output/ui/` at the repo root."""
 
 from __future__ import annotations
 
@@ -100,6 +101,10 @@ def test_ui_shows_graph_eval_history_and_gate_and_graphql_lineage(isolated: Path
     result = materialize(build_definitions(), [*E1_PATH, MONTHLY], instance)
     assert result.success
     run8 = result.run_id[:8]
+    # Metrics are keyed by the examples they were scored on, so one UI plot never mixes sets.
+    entry = instance.get_latest_materialization_event(dg.AssetKey(["eval", "e1", "heuristic"]))
+    examples = entry.asset_materialization.metadata["examples"].value
+    assert examples.startswith("test n=") and "seed" not in examples  # the whole test split
     shots = isolated / "screenshots"
     shots.mkdir()
 
@@ -135,7 +140,7 @@ def test_ui_shows_graph_eval_history_and_gate_and_graphql_lineage(isolated: Path
 
             page.goto(f"{ui.url}/assets/{EVAL}?view=events", wait_until="load")
             page.get_by_text(f"Materialized in run {run8}").first.wait_for(timeout=30_000)
-            for label in ("content_hash", "input_data_versions", "model_id", "accuracy"):
+            for label in ("content_hash", "input_data_versions", "model_id", "examples", f"accuracy [{examples}]"):
                 page.get_by_text(label, exact=True).first.wait_for(timeout=10_000)
             shoot(page, "03-eval-e1-heuristic-materializations", shots)
 
@@ -158,7 +163,7 @@ def test_ui_shows_graph_eval_history_and_gate_and_graphql_lineage(isolated: Path
             page.goto(f"{ui.url}/assets/{EVAL}?view=lineage&lineageScope=neighbors&lineageDepth=2", wait_until="load")
             for name in ("datasets", "e1_evals", "e1_rescores", "weekly", "scoreboard"):  # what the view centres on
                 page.get_by_text(name, exact=True).first.wait_for(timeout=30_000)
-            shoot(page, "06-monthly-report-lineage-to-corpora", shots)
+            shoot(page, "06-eval-e1-heuristic-dataset-and-reports", shots)
 
     for shot in shots.iterdir():  # a person can look at them after `make test`
         assert (SCREENSHOTS / shot.name).read_bytes() == shot.read_bytes()
