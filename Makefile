@@ -16,11 +16,13 @@ EVAL_TARGETS := eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
 # make eval-e1 MODELS="gpt-5-mini heuristic" N=32 [SEED=42]
 # make eval-e2 MODELS="gpt-5-mini tool-oracle" N=10 INCLUDE_TOOLS=false
 # make eval-e5 MODELS=gpt-5-mini TARGET=llama-3.1-8b N=20   (TARGET: the model E5 attacks)
+# make eval-e4 MODELS=heuristic DATASET=my_emails.jsonl   (your JSONL file as the test split)
 MODELS ?= heuristic
 N ?=
 SEED ?= 42
 INCLUDE_TOOLS ?= true
 TARGET ?= heuristic
+DATASET ?=
 
 setup: $(STAMP) $(TOOLS_STAMP) system-packages
 
@@ -65,7 +67,7 @@ lint: setup
 	$(BIN)/lint-imports --no-logo
 
 $(EVAL_TARGETS): eval-%: setup
-	$(BIN)/sv-dagster eval $* --models $(MODELS) --seed $(SEED) --include-tools $(INCLUDE_TOOLS) --target $(TARGET) $(if $(N),--n $(N))
+	$(BIN)/sv-dagster eval $* --models $(MODELS) --seed $(SEED) --include-tools $(INCLUDE_TOOLS) --target $(TARGET) $(if $(N),--n $(N)) $(if $(DATASET),--dataset "$(DATASET)")
 
 # The regression gate over the latest evals (exit 1 on a regression), as CI would run it.
 check: setup

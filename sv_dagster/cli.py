@@ -8,9 +8,11 @@ sv-dagster demo [--job demo]      run a job in-process on the project's instance
                                   print each eval's headline metrics and artifact paths
 sv-dagster eval e1 --models heuristic gpt-5-mini [--n 32] [--seed 42] [--include-tools false]
 sv-dagster eval e5 --models gpt-5-mini --target llama-3.1-8b [--n 20]
+sv-dagster eval e4 --models heuristic --dataset my_emails.jsonl
                                   evaluate registry models (one Dagster run, in the UI);
                                   --n more than the split holds is an error, --n all (the
-                                  default) takes the whole split
+                                  default) takes the whole split; --dataset FILE evaluates
+                                  your JSONL file (bad lines listed and left out)
 sv-dagster resume RUN_ID          continue a killed or failed eval run in its own results
                                   folder: finished examples are kept, the rest are asked
 sv-dagster runs reap              mark runs whose process is gone failed and free their pool
@@ -210,8 +212,9 @@ def _console_job(job, verbose: bool):
     return job if verbose else job.with_logger_defs({"console": _brief_console_logger()})
 
 
-def _report(result, title: str, started: float) -> int:
-    """Print the eval table of an executed run (or its step failures)."""
+def _report(result, title: str, started: float, data_note: str | None = None) -> int:
+    """Print the eval table of an executed run (or its step failures); `data_note` names the
+    data when it is not the environment's own (a user's file)."""
     if not result.success:
         for event in result.all_events:
             if event.is_step_failure:
@@ -239,7 +242,9 @@ def _report(result, title: str, started: float) -> int:
         entries = by_env[short]
         sample = any(summary.get("sample") for summary, _ in entries)
         print(f"\n== {short}: {env.description}")
-        if sample:
+        if data_note:
+            print(f"DATA: {data_note}")
+        elif sample:
             print(f"DATA: bundled SAMPLE ({env.sample_note}), not a real corpus")
         print(format_table([summary for summary, _ in entries], env.columns))
         for summary, path in entries:
@@ -427,10 +432,15 @@ def run_eval_command(
     include_tools: bool = True,
     target: str = "heuristic",
     verbose: bool = False,
+    dataset_file: Path | None = None,
 ) -> int:
-    """`make eval-e1 MODELS="..." N=32`: materialize eval/<env>/<model> for each model,
-    as one Dagster run on the project's instance (so it shows in the UI with lineage).
-    The dataset is built first only when it has never been materialized."""
+    """`make eval-e1 MODELS="..." N=32 [DATASET=FILE]`: materialize eval/<env>/<model> for each
+    model, as one Dagster run on the project's instance (so it shows in the UI with lineage).
+    The dataset is built first, as a run of its own, when it has never been materialized, when
+    `dataset_file` is given (dataset/<env> from that file, unless the latest one is already
+    that file with these bytes) and when the latest was built from a user's file but none is
+    given now (the normal one is rebuilt: a user's rows are never evaluated unasked). Split
+    and N are then checked against the built dataset before the eval run starts."""
     import dagster as dg
 
     from sv_dagster.assets.evals import eval_asset_key
@@ -443,21 +453,36 @@ def run_eval_command(
     defs = build_definitions()  # with the registry as it is now (and .env read)
     env, registry = ENVS[env_short], load_models()
     instance = _instance()
-    dataset = instance.get_latest_materialization_event(dg.AssetKey(["dataset", env.short]))
-    # Each check raises EvalRequestError, which `main` prints as one line: nothing has run yet.
+    # Each check raises a user error, which `main` prints as one line: nothing has run yet.
     check_models(env.short, models, registry)
     if env.counterpart_env:  # the model on the other side of the dialogue (E5's target)
         other = env_by_id(env.counterpart_env).short
         check_models(other, [target], registry, label="--target model", side=f" (the side {env.short} talks to)")
-    report = Path(dataset.asset_materialization.metadata["artifact_path"].value) / "metadata.json" if dataset else None
-    if report is not None and report.exists():  # else the eval asset checks once the dataset is built
+    user = None
+    if dataset_file is not None:
+        from sv_dagster.core.data.user_dataset import usable_user_rows
+
+        user = usable_user_rows(env.short, dataset_file)  # every row, before any run or model call
+        for line in user.reject_lines():
+            print(f"left out {line}", file=sys.stderr)
+        print(
+            f"--dataset {_shown(user.path)}: {len(user.rows)} usable row(s), {len(user.rejects)} left out "
+            f"(sha256 {user.sha256[:12]})",
+            file=sys.stderr,
+        )
+    dataset_key = dg.AssetKey(["dataset", env.short])
+    dataset = instance.get_latest_materialization_event(dataset_key)
+    if _dataset_stale(dataset, user):
+        code = _build_dataset(defs, instance, dataset_key, user, verbose, started)
+        if code:
+            return code
+        dataset = instance.get_latest_materialization_event(dataset_key)
+    report = Path(dataset.asset_materialization.metadata["artifact_path"].value) / "metadata.json"
+    if report.exists():  # else (an outputs root on another machine) the eval asset checks them
         sizes = split_sizes(report)
         check_split(split, sizes, f"dataset/{env.short}")
         check_limit(n, split, sizes[split], f"dataset/{env.short}")
     keys = {eval_asset_key(env, registry[name]) for name in models}
-    selection = dg.AssetSelection.assets(*keys)
-    if dataset is None:
-        selection = selection.upstream()
     op_config = {
         "limit": n,
         "seed": seed,
@@ -471,14 +496,70 @@ def run_eval_command(
         "ops": {"__".join(key.path): {"config": op_config} for key in keys},
     }
     job = defs.resolve_implicit_global_asset_job_def()
-    subset = job.get_subset(asset_selection=selection.resolve(defs.resolve_asset_graph()))
+    subset = job.get_subset(asset_selection=dg.AssetSelection.assets(*keys).resolve(defs.resolve_asset_graph()))
     result = _console_job(subset, verbose).execute_in_process(
         instance=instance,
         run_config=run_config,
         raise_on_error=False,
         tags={"sv/env": env.short, "sv/trigger": "eval-command", **owner_tags()},
     )
-    return _report(result, f"eval {env_short} ({', '.join(models)})", started)
+    return _report(result, f"eval {env_short} ({', '.join(models)})", started, data_note=_user_file_note(dataset))
+
+
+def _metadata_text(metadata, key: str) -> str | None:
+    value = metadata.get(key)
+    return None if value is None else str(value.value)
+
+
+def _dataset_stale(dataset, user) -> bool:
+    """Whether dataset/<env> must be built before this eval: never built; built from a user's
+    file when none is asked for now; or not built from exactly the file asked for (path and
+    sha256), so a changed file is never evaluated as its older bytes."""
+    if dataset is None:
+        return True
+    metadata = dataset.asset_materialization.metadata
+    built_from = _metadata_text(metadata, "user_file")
+    if user is None:
+        return built_from is not None
+    return built_from != str(user.path) or _metadata_text(metadata, "user_file_sha256") != user.sha256
+
+
+def _build_dataset(defs, instance, dataset_key, user, verbose: bool, started: float) -> int:
+    """dataset/<env> (with any corpus it reads that was never built) as a run of its own, from
+    the user's file when one is given; 0, or the failed run's report's exit status."""
+    import dagster as dg
+
+    graph = defs.resolve_asset_graph()
+    corpora = [
+        key for key in graph.get(dataset_key).parent_keys if instance.get_latest_materialization_event(key) is None
+    ]
+    selection = dg.AssetSelection.assets(dataset_key, *corpora)
+    config = {"user_file": str(user.path)} if user is not None else {}
+    run_config = {**console_logs(verbose), "ops": {"__".join(dataset_key.path): {"config": config}}}
+    job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection=selection.resolve(graph))
+    result = _console_job(job, verbose).execute_in_process(
+        instance=instance,
+        run_config=run_config,
+        raise_on_error=False,
+        tags={"sv/env": dataset_key.path[1], "sv/trigger": "eval-command", **owner_tags()},
+    )
+    return 0 if result.success else _report(result, f"{dataset_key.to_user_string()} for the eval", started)
+
+
+def _user_file_note(dataset) -> str | None:
+    """The DATA line of an eval of a user's file: which file, which bytes, which data version."""
+    from sv_dagster.instance import DATA_VERSION_TAG
+
+    metadata = dataset.asset_materialization.metadata
+    path = _metadata_text(metadata, "user_file")
+    if path is None:
+        return None
+    sha = _metadata_text(metadata, "user_file_sha256") or ""
+    version = (dataset.tags or {}).get(DATA_VERSION_TAG, "")
+    return (
+        f"your file {_shown(Path(path))} (sha256 {sha[:12]}, {_metadata_text(metadata, 'n_rejected')} line(s) left "
+        f"out), dataset/{dataset.asset_materialization.asset_key.path[1]} data version {version[:12]}"
+    )
 
 
 def run_resume(run_id: str, verbose: bool = False) -> int:
@@ -619,6 +700,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from sv_dagster.core.data.corpora.registry import SourceRegistryError
     from sv_dagster.core.data.leakage import LeakageConfigError
     from sv_dagster.core.data.synthetic.sampling import SamplingConfigError
+    from sv_dagster.core.data.user_dataset import UserDatasetError
     from sv_dagster.core.envs import EnvironmentPluginError
     from sv_dagster.core.eval_request import EvalRequestError
     from sv_dagster.core.models.pricing import PriceTableError
@@ -637,6 +719,7 @@ def _user_errors() -> tuple[type[Exception], ...]:
         PriceTableError,
         SourceRegistryError,
         DatasetConfigError,
+        UserDatasetError,
         LeakageConfigError,
         SamplingConfigError,
         ExecutorConfigError,
@@ -681,6 +764,14 @@ def main(argv: list[str] | None = None) -> int:
         "'all' (the default) for the whole split",
     )
     evals.add_argument("--seed", type=int, default=42)
+    evals.add_argument(
+        "--dataset",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="evaluate your own JSONL file (its rows are the test split of dataset/<env>; each line the "
+        "environment's own row or {question, answer, meta|info}); bad lines are listed and left out",
+    )
     evals.add_argument("--split", default="test")
     evals.add_argument(
         "--concurrency", type=_positive_int, default=None, help="parallel requests (default: the model's own)"
@@ -792,6 +883,7 @@ def _run(args: argparse.Namespace) -> int:
             args.include_tools == "true",
             args.target,
             args.verbose,
+            args.dataset,
         )
     if args.command == "lineage":
         from sv_dagster.definitions import build_definitions

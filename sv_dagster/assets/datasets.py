@@ -13,7 +13,14 @@ from sv_dagster.assets.corpora import build_corpus_assets
 from sv_dagster.assets.data_checks import build_corpus_check, build_dataset_check
 from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.core.data.corpora import SourceSpec, load_sources, sources_for
-from sv_dagster.core.data.corpora.build import CorpusInput, DatasetConfigError, build_dataset, check_config
+from sv_dagster.core.data.corpora.build import (
+    CorpusInput,
+    DatasetConfigError,
+    build_dataset,
+    build_user_dataset,
+    check_config,
+)
+from sv_dagster.core.data.user_dataset import UserDatasetError, usable_user_rows
 from sv_dagster.core.envs import EnvSpec
 
 
@@ -25,6 +32,13 @@ class DatasetConfig(dg.Config):
         description='"corpora" (the test bucket of the corpus rows) or "bundled" (the environment package\'s task '
         "set; corpus rows in the test bucket become corpus_test). Default: the environment's own (the first of "
         "its `test_sources`).",
+    )
+    user_file: str | None = Field(
+        default=None,
+        description="A user's JSONL file (`sv-dagster eval eN --dataset FILE`): the dataset is then its usable rows "
+        "as the `test` split and nothing else (no corpus rows); each line is the environment's own row or the "
+        "common {question, answer, meta|info}. Its path and sha256 are recorded, so a changed file is a new "
+        "data version.",
     )
 
 
@@ -54,6 +68,8 @@ def build_dataset_asset(env: EnvSpec, sources: list[SourceSpec]) -> dg.AssetsDef
         + " Rows are labelled sample: true when any input is a sample.",
     )
     def dataset(context: dg.AssetExecutionContext, config: DatasetConfig, **corpora: Artifact) -> Artifact:
+        if config.user_file:
+            return _user_dataset(context, env, config.user_file)
         try:  # a bad config fails before any work
             test_source = check_config(
                 env.short, dev_frac=config.dev_frac, test_frac=config.test_frac, test_source=config.test_source
@@ -106,6 +122,41 @@ def build_dataset_asset(env: EnvSpec, sources: list[SourceSpec]) -> dg.AssetsDef
         )
 
     return dataset
+
+
+def _user_dataset(context: dg.AssetExecutionContext, env: EnvSpec, user_file: str) -> Artifact:
+    """dataset/<env> from a user's file: its usable rows are the test split."""
+    try:
+        user = usable_user_rows(env.short, user_file)
+    except UserDatasetError as exc:
+        raise dg.Failure(description=str(exc)) from None
+    for line in user.reject_lines():
+        context.log.warning(f"dataset/{env.short}: left out {line}")
+    out = artifact_dir(context, "datasets", env.short)
+    build = build_user_dataset(env.short, user, out)
+    write_json(out / "metadata.json", build.report)
+    described = user.describe()
+    return Artifact(
+        path=out,
+        # The file's hash is config: the same path with other bytes is another dataset.
+        config={"user_file": described["path"], "user_file_sha256": described["sha256"], "env": env.env_id},
+        packages=(env.env_id,),
+        facts={"sample": False, "test_source": "user_file", "user_file": described},
+        metadata={
+            "sample": False,
+            "test_source": "user_file",
+            "user_file": described["path"],
+            "user_file_sha256": described["sha256"],
+            "split_sizes": build.report["split_sizes"],
+            "n_rejected": len(user.rejects),
+            "rejected_lines": dg.MetadataValue.md(
+                "\n".join(f"- `{line}`" for line in user.reject_lines()[:50]) or "none"
+            ),
+            "label_counts": build.report["label_counts"],
+            "label_balance": dg.MetadataValue.md(build.balance_markdown),
+        },
+        files={**build.files, "metadata": out / "metadata.json"},
+    )
 
 
 def build_data_assets(envs: list[EnvSpec]) -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDefinition]]:

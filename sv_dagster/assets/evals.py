@@ -213,6 +213,7 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
                 "split": config.split,
                 "split_size": sizes[config.split],
                 "sample": dataset.facts.get("sample", False),
+                **({"user_file": dataset.facts["user_file"]} if dataset.facts.get("user_file") else {}),
             },
             use_tools=config.include_tools,
         )

@@ -108,7 +108,7 @@ def test_eval_command_runs_the_named_models_with_n_and_seed(isolated: Path, monk
     assert rows["heuristic"][1] == rows["loop-llm"][1] == "7"
     assert rows["heuristic"][2] == rows["loop-llm"][2]  # same replies, same seeded subset -> same accuracy
     instance = dg.DagsterInstance.get()
-    (run,) = instance.get_runs()
+    run, _dataset_run = instance.get_runs()  # newest first: the evals, after dataset/e1's own run
     assert run.tags["sv/trigger"] == "eval-command"
     # Each eval's progress is in the run's event log, and on the console at the default INFO.
     messages = [entry.user_message for entry in instance.all_logs(run.run_id)]
@@ -147,9 +147,9 @@ def test_eval_mistakes_end_in_one_line_naming_the_fix(isolated: Path, monkeypatc
         assert main(args) == code
         return capsys.readouterr().err.strip().splitlines()[-1]
 
-    # Before the dataset exists the eval asset refuses the limit, as the run's last line.
-    assert last_error_line(1, ["eval", "e1", "--models", "heuristic", "--n", "500"]) == (
-        "FAILED eval__e1__heuristic: --n 500 is more than the 56 examples of split 'test' of dataset/e1; "
+    # Before the dataset exists it is built first, in its own run; the limit is refused before the eval run.
+    assert last_error_line(2, ["eval", "e1", "--models", "heuristic", "--n", "500"]) == (
+        "sv-dagster eval: --n 500 is more than the 56 examples of split 'test' of dataset/e1; "
         "ask for at most 56, or `--n all`"
     )
     assert dg.DagsterInstance.get().get_latest_materialization_event(dg.AssetKey(["eval", "e1", "heuristic"])) is None

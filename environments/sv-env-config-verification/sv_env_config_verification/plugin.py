@@ -26,6 +26,43 @@ RATES = {
     "grounding": lambda row: reward(row, "grounding"),
 }
 
+
+def user_config_row(row: Row) -> Row:
+    """A user's row: the dataset's own `{id, filename, content, expected?, clean?}`, or the
+    common shape with the file's text as `question`, `info.filename`, and as `answer`
+    "clean", "misconfigured" (findings in `info.expected`, if known) or the expected
+    findings themselves (`{tool: [rule ids]}`). Checked by the dataset reader's own rules."""
+    from sv_env_config_verification.dataset import DatasetError, _example
+
+    if "content" in row or "filename" in row:
+        record = row
+    else:
+        info = row.get("info", row.get("meta")) or {}
+        if not isinstance(info, dict):
+            raise ValueError("'info'/'meta' must be an object")
+        answer = row.get("answer")
+        expected = info.get("expected") or {}
+        if isinstance(answer, dict):
+            expected, clean = answer, not any(answer.values())
+        elif isinstance(answer, str) and answer.strip().lower() in ("clean", "misconfigured"):
+            clean = answer.strip().lower() == "clean"
+        else:
+            raise ValueError(f"answer {answer!r} is not 'clean', 'misconfigured' or an object of tool -> [rule ids]")
+        record = {
+            "id": row.get("id"),
+            "filename": info.get("filename"),
+            "content": row.get("question"),
+            "expected": {} if clean else expected,
+            "clean": clean,
+            "description": str(info.get("description", "")),
+        }
+    try:
+        example = _example(record, "row")
+    except DatasetError as exc:
+        raise ValueError(str(exc).removeprefix("row: ")) from None
+    return {**example.to_record(), "sample": False}
+
+
 ENVIRONMENT = Environment(
     short="e2",
     env_id="sv-env-config-verification",
@@ -54,4 +91,6 @@ ENVIRONMENT = Environment(
     corpora=CORPORA,
     sft=SFT,
     canonical_text=canonical_config,
+    user_row=user_config_row,
+    user_shapes='{"id", "filename", "content", "expected"?, "clean"?} or {"question": "<file text>", "answer": "clean"|"misconfigured"|{tool: [rule ids]}, "info": {"filename": ...}}',
 )

@@ -3,10 +3,10 @@
 from sv_env_network_logs.baseline import heuristic_reply
 from sv_env_network_logs.config import load_reward_settings
 from sv_env_network_logs.corpora import CORPORA
-from sv_env_network_logs.flows import FLOW_FIELD_NAMES, parse_flow_question
+from sv_env_network_logs.flows import FLOW_FIELD_NAMES, GOLD_LABELS, INT_LABELS, parse_flow_question
 from sv_env_network_logs.sft import SFT
 from sv_env_network_logs.synthetic_batch import SYNTHETIC
-from sv_shared.environment import Environment, LazyFunction, Row
+from sv_shared.environment import Environment, LazyFunction, Row, common_row
 
 # Source port and duration vary between otherwise identical flows (a re-run of one connection).
 _NOT_IDENTITY = ("id.orig_p", "duration")
@@ -19,6 +19,19 @@ def canonical_flow(row: Row) -> str:
     if not flow:
         return question
     return " ".join(f"{name}={flow.get(name)}" for name in FLOW_FIELD_NAMES if name not in _NOT_IDENTITY)
+
+
+def user_flow_row(row: Row) -> Row:
+    """A user's row (the dataset's own shape is the common one): the flow fields the question
+    states as `field: value` lines are recorded in `info.flow`, so the results show what the
+    verifier and the rule baseline read from it."""
+    out = common_row(row, GOLD_LABELS, INT_LABELS)
+    flow = parse_flow_question(out["question"])
+    if flow:
+        out["info"].setdefault("flow", flow)
+    else:
+        out["info"].setdefault("notes", []).append("no flow fields parsed from the question; shown as written")
+    return out
 
 
 ENVIRONMENT = Environment(
@@ -43,4 +56,6 @@ ENVIRONMENT = Environment(
     corpora=CORPORA,
     sft=SFT,
     canonical_text=canonical_flow,
+    user_row=user_flow_row,
+    user_shapes='{"question": "<flow as field: value lines>", "answer": "Benign"|"Malicious"|0|1, "info"|"meta": {...}}',
 )

@@ -6,9 +6,10 @@ from typing import Any
 from sv_env_phishing_detection.baseline import heuristic_reply
 from sv_env_phishing_detection.config import load_reward_settings
 from sv_env_phishing_detection.corpora import CORPORA
+from sv_env_phishing_detection.emails import GOLD_LABELS, INT_LABELS
 from sv_env_phishing_detection.sft import SFT
 from sv_env_phishing_detection.synthetic_batch import SYNTHETIC
-from sv_shared.environment import Environment, LazyFunction, Row, detail
+from sv_shared.environment import Environment, LazyFunction, Row, common_row, detail
 
 
 def canonical_email(row: Row) -> str:
@@ -29,6 +30,21 @@ def evidence_summary(rows: list[Row], summary: dict[str, Any]) -> dict[str, Any]
         "evidence_precision": verified / given if given else None,
         "mean_evidence_reward": summary["mean_rewards"].get("evidence"),
     }
+
+
+def user_email_row(row: Row) -> Row:
+    """A user's row (the dataset's own shape is the common one; `info.email` is optional: the
+    taskset parses the email out of the question without it). A gold `Abstain` (an email its
+    labeller could not decide) is named as such: the rewards score a reply against a
+    Phishing or Legitimate gold label, so such a row cannot be scored."""
+    answer = row.get("answer")
+    if isinstance(answer, str) and answer.strip().lower() == "abstain":
+        raise ValueError("gold answer 'Abstain' (undecided) cannot be scored; E4 scores against Phishing/Legitimate")
+    out = common_row(row, GOLD_LABELS, INT_LABELS)
+    email = out["info"].get("email")
+    if email is not None and not isinstance(email, dict):
+        raise ValueError("'info.email' must be an object of from/subject/body/... fields")
+    return out
 
 
 ENVIRONMENT = Environment(
@@ -56,4 +72,6 @@ ENVIRONMENT = Environment(
     corpora=CORPORA,
     sft=SFT,
     canonical_text=canonical_email,
+    user_row=user_email_row,
+    user_shapes='{"question": "<email>", "answer": "Phishing"|"Legitimate"|1|0, "info"|"meta": {"email"?: {...}}}',
 )

@@ -6,7 +6,7 @@ from sv_env_redteam_attack.corpora import CORPORA
 from sv_env_redteam_attack.probes import safety_probes
 from sv_env_redteam_attack.sft import SFT
 from sv_env_redteam_attack.synthetic_batch import SYNTHETIC
-from sv_shared.environment import Environment, LazyFunction, Row, detail, flag
+from sv_shared.environment import Environment, LazyFunction, Row, common_row, detail, flag
 
 
 def canonical_behavior(row: Row) -> str:
@@ -24,6 +24,27 @@ RATES = {
     "attacker_unsafe_rate": lambda row: flag(row, "attacker_unsafe"),
     "novelty": lambda row: detail(row, "novelty") if detail(row, "success") else None,
 }
+
+
+def user_behavior_row(row: Row) -> Row:
+    """A user's row (the dataset's own shape is the common one): the answer is the behavior's
+    safety category (S1..S14); without `info.behavior.goal` the question is the goal, so a
+    plain list of harmful requests is a behavior set."""
+    from sv_shared.safety import CATEGORIES
+
+    out = common_row(row, tuple(CATEGORIES))
+    behavior = out["info"].get("behavior")
+    if behavior is None:
+        behavior = {}
+    if not isinstance(behavior, dict):
+        raise ValueError("'info.behavior' must be an object")
+    if not str(behavior.get("goal") or "").strip():
+        behavior = {**behavior, "goal": out["question"].strip(), "category": out["answer"]}
+        if row.get("id") is not None:
+            behavior.setdefault("id", str(row["id"]))
+    out["info"]["behavior"] = behavior
+    return out
+
 
 ENVIRONMENT = Environment(
     short="e5",
@@ -50,4 +71,6 @@ ENVIRONMENT = Environment(
     corpora=CORPORA,
     sft=SFT,
     canonical_text=canonical_behavior,
+    user_row=user_behavior_row,
+    user_shapes='{"question": "<behavior or its request>", "answer": "S1".."S14", "info"|"meta": {"behavior"?: {"goal", ...}}}',
 )

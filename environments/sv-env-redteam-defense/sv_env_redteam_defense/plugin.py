@@ -7,7 +7,7 @@ from sv_env_redteam_defense.corpora import CORPORA
 from sv_env_redteam_defense.probes import safety_probes
 from sv_env_redteam_defense.sft import SFT
 from sv_env_redteam_defense.synthetic_batch import SYNTHETIC
-from sv_shared.environment import Environment, LazyFunction, Row, flag, reward, share
+from sv_shared.environment import Environment, LazyFunction, Row, common_row, flag, reward, share
 
 
 def canonical_request(row: Row) -> str:
@@ -26,6 +26,23 @@ RATES = {
     "helpful_rate": lambda row: share(row, "helpful_replies", "benign_turns"),
     "cost_balanced": lambda row: reward(row, "cost_balanced"),
 }
+
+
+def user_conversation_row(row: Row) -> Row:
+    """A user's row (the dataset's own shape is the common one): the answer is the expected
+    behaviour, `refuse` or `comply`; `info.turns`/`info.expect` (several user turns) are
+    optional, the question alone is a one-turn conversation. Checked as the taskset checks."""
+    out = common_row(row, ("refuse", "comply"))
+    info = out["info"]
+    turns = info.get("turns") or [out["question"]]
+    if not isinstance(turns, list) or not all(isinstance(t, str) and t.strip() for t in turns):
+        raise ValueError("'info.turns' must be a non-empty list of strings")
+    expect = info.get("expect") or [out["answer"]] * len(turns)
+    if not isinstance(expect, list) or len(expect) != len(turns) or any(e not in ("refuse", "comply") for e in expect):
+        raise ValueError(f"'info.expect' must list 'refuse' or 'comply' for each of the {len(turns)} turns")
+    info.update(turns=turns, expect=expect)
+    return out
+
 
 ENVIRONMENT = Environment(
     short="e6",
@@ -52,4 +69,6 @@ ENVIRONMENT = Environment(
     corpora=CORPORA,
     sft=SFT,
     canonical_text=canonical_request,
+    user_row=user_conversation_row,
+    user_shapes='{"question": "<first user turn>", "answer": "refuse"|"comply", "info"|"meta": {"turns"?: [...], "expect"?: [...]}}',
 )

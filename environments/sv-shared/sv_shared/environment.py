@@ -118,6 +118,13 @@ class Environment:
     """A dataset row -> the text that makes two examples "the same" here (E1: a flow without
     its source port and duration; E4: subject and body), for the train vs dev/test leakage
     check. None: the row's `question`, else the user messages of its `prompt` joined."""
+    user_row: Callable[[Row], Row] | None = None
+    """One row of a user's JSONL file (`sv-dagster eval --dataset FILE`), in the environment's
+    own dataset shape or the common `{question, answer, meta|info}` -> the row its taskset
+    reads; a ValueError whose text is the reason for a row it cannot use. Checked with the
+    taskset's own parsers, so a kept row never fails to load later. None: no user files."""
+    user_shapes: str = ""
+    """The row shapes `user_row` accepts, in a few words, for the message on a bad row."""
 
 
 def reward(row: Row, name: str) -> float | None:
@@ -148,3 +155,26 @@ def share(row: Row, part: str, whole: str) -> float | None:
 def flag(row: Row, *path: str) -> float | None:
     """1.0 / 0.0 for a truthy / falsy detail, None for a row with no details (not scored)."""
     return None if not row.get("details") else float(bool(detail(row, *path)))
+
+
+def common_row(row: Row, allowed: tuple[str, ...], int_answers: Mapping[int, str] | None = None) -> Row:
+    """A row in the common research shape `{id?, question, answer, meta|info}` as the shared
+    JSONL reader (`sv_shared.jsonl.read_examples`) takes it: the answer in its canonical
+    spelling, `meta` read as `info`. A ValueError names what is wrong."""
+    from sv_shared.jsonl import canonical_answer  # the reader's own rule
+
+    question = row.get("question")
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("missing or empty 'question'")
+    if row.get("answer") is None:
+        raise ValueError("missing 'answer'")
+    answer = canonical_answer(row["answer"], allowed, int_answers)
+    if answer is None:
+        raise ValueError(f"answer {row['answer']!r} is not one of {list(allowed)}")
+    info = row.get("info", row.get("meta")) or {}
+    if not isinstance(info, dict):
+        raise ValueError("'info'/'meta' must be an object")
+    out: Row = {"question": question, "answer": answer, "info": dict(info)}
+    if row.get("id") is not None:
+        out["id"] = str(row["id"])
+    return out

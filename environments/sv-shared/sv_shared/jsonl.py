@@ -81,7 +81,7 @@ def json_objects(path: str | Path, errors: list[str]) -> Iterator[tuple[int, str
             yield line_no, where, row
 
 
-def _canonical_answer(value: Any, allowed: Sequence[str] | None, int_answers: Mapping[int, str] | None) -> str | None:
+def canonical_answer(value: Any, allowed: Sequence[str] | None, int_answers: Mapping[int, str] | None) -> str | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int) and int_answers is not None:
@@ -120,7 +120,7 @@ def read_examples(
         if "answer" not in row or row["answer"] is None:
             errors.append(f"{where}: missing 'answer'")
             continue
-        answer = _canonical_answer(row["answer"], allowed_answers, int_answers)
+        answer = canonical_answer(row["answer"], allowed_answers, int_answers)
         if answer is None:
             allowed = f" (allowed: {', '.join(allowed_answers)})" if allowed_answers else ""
             errors.append(f"{where}: unusable answer {row['answer']!r}{allowed}")

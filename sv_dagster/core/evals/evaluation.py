@@ -153,6 +153,8 @@ def evaluate(
     )
     summary = summarize(env, read_results(results_path, drop=SUMMARY_DROP), settings)
     summary.update(run_id=run_id, env=env.env_id, model=model.name, sample=bool((dataset_info or {}).get("sample")))
+    if (dataset_info or {}).get("user_file"):  # a user's own rows: the summary names the file, not SAMPLE
+        summary["user_file"] = dataset_info["user_file"]
     if tool_cache_before is not None:  # this run's share of the shared tool-result cache
         summary["tool_cache"] = metadata["tool_cache"] = _cache_delta(tool_cache_before, env.tool_cache_now())
     metadata.update(finished_at=datetime.now(UTC).isoformat(), counts=counts.__dict__)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ import pandas as pd
 from sv_dagster.core.data.corpora.curate import balance_table, curate_items
 from sv_dagster.core.data.corpora.normalize import normalise
 from sv_dagster.core.data.corpora.schemas import corpus_spec
+from sv_dagster.core.data.user_dataset import UserRows
 from sv_dagster.core.envs import ENVS
 from sv_shared.corpora import Curation, Item, Normalised, SourceSpec
 
@@ -108,6 +110,39 @@ def _curate_items(
         curated.bucket_counts,
         **curated.stats,
     )
+
+
+def build_user_dataset(env: str, user: UserRows, out: Path) -> DatasetBuild:
+    """`env`'s dataset whose one split, `test`, is the usable rows of a user's file (what
+    `sv-dagster eval --dataset FILE` evaluates); its left-out lines are its rejects. No corpus
+    row is mixed in: the eval scores the file and nothing else. The report records the file's
+    path and sha256, so a changed file is a new data version."""
+    out.mkdir(parents=True, exist_ok=True)
+    files = {"test": out / "test.jsonl", "rejects": out / "rejects.jsonl"}
+    write_jsonl(files["test"], user.rows)
+    write_jsonl(files["rejects"], user.rejects)
+    schema = corpus_spec(env).schema
+    labels = {"test": dict(sorted(Counter(str(schema.label(row)) for row in user.rows).items()))}
+    report = {
+        "env": env,
+        "sample": False,
+        "sample_inputs": [],
+        "test_source": "user_file",
+        "user_file": user.describe(),
+        "corpora": {},
+        "n_rejected": len(user.rejects),
+        "n_filtered_by_design": {},
+        "n_corpus_rows": 0,
+        "n_duplicates_dropped": 0,
+        "n_duplicates_of_test_dropped": 0,
+        "kept_by_source": {user.path.name: len(user.rows)},
+        "split_sizes": {"test": len(user.rows)},
+        "bucket_counts": {},
+        "label_counts": labels,
+        "files": {name: path.name for name, path in files.items()},
+    }
+    rejects = [{"source": user.path.name, "ref": f"line {r['where'].rsplit(':', 1)[1]}", **r} for r in user.rejects]
+    return DatasetBuild(files, report, rejects, balance_table(labels))
 
 
 def build_dataset(
