@@ -18,6 +18,8 @@ from sv_dagster.core.artifacts.paths import outputs_root
 from sv_dagster.core.artifacts.redaction import write_redacted
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.reporting.reports import (
+    ABLATION_RECORD,
+    CHECKPOINT_RECORD,
     EvalRecord,
     TournamentRecord,
     TrainingRecord,
@@ -77,9 +79,11 @@ def _latest_and_previous(records: list[EvalRecord]) -> tuple[list[EvalRecord], d
 
 def training_records(
     instance: dg.DagsterInstance, keys: list[dg.AssetKey], start: float, end: float
-) -> list[TrainingRecord]:
-    """The compute each training materialization of the month recorded (stages, ablations)."""
-    out = []
+) -> tuple[list[TrainingRecord], dict[str, str]]:
+    """Each training materialization of the month (stages, ablations) with the run and data
+    version that made it and the JSON in its folder its compute is read from; and, for those
+    fetched from the artifact store, the path each recorded -> its path here."""
+    out, moved = [], {}
     for key in keys:
         for record in instance.fetch_materializations(
             dg.AssetRecordsFilter(asset_key=key, after_timestamp=start, before_timestamp=end), limit=500
@@ -89,8 +93,12 @@ def training_records(
             def value(name: str, metadata: dict = metadata) -> Any:
                 return metadata[name].value if name in metadata else None
 
-            if value("cpu_hours") is None:
+            if value("cpu_hours") is None or value("artifact_path") is None:
                 continue
+            # Fetched from the artifact store if it is not here: the audit hashes the folder.
+            path = str(local_artifact_path(metadata))
+            if path != str(value("artifact_path")):
+                moved[str(value("artifact_path"))] = path
             out.append(
                 TrainingRecord(
                     asset=key.to_user_string(),
@@ -99,11 +107,14 @@ def training_records(
                     wall_seconds=float(value("wall_seconds") or 0.0),
                     cpu_hours=float(value("cpu_hours") or 0.0),
                     gpu_hours=float(value("gpu_hours") or 0.0),
-                    path=str(value("artifact_path")),
+                    path=path,
                     timestamp=record.timestamp,
+                    run_id=record.run_id,
+                    data_version=record_version(record) or "",
+                    record_file=ABLATION_RECORD if key.path[0] == "ablation" else CHECKPOINT_RECORD,
                 )
             )
-    return out
+    return out, moved
 
 
 def promoted_checkpoints(instance: dg.DagsterInstance, keys: list[dg.AssetKey]) -> dict[str, str]:
@@ -232,8 +243,16 @@ def build_report_assets(
                 limit=100,
             ).records
         ]
-        training = training_records(context.instance, list(training_keys), start.timestamp(), end.timestamp())
-        promoted = promoted_checkpoints(context.instance, list(promoted_keys))
+        found, moved = training_records(context.instance, list(training_keys), start.timestamp(), end.timestamp())
+        # Rows cite the JSON each run wrote; a run whose folder was cleaned since has nothing to cite.
+        training = [r for r in found if r.source.is_file()]
+        gone = sorted(str(r.source) for r in found if not r.source.is_file())
+        if gone:
+            context.log.warning(f"{len(gone)} training run(s) left out, their records gone: {', '.join(gone[:5])}")
+        promoted = {
+            env: moved.get(path, path)
+            for env, path in promoted_checkpoints(context.instance, list(promoted_keys)).items()
+        }
         files = monthly_report(
             month, records, outputs_root() / "reports" / "monthly" / month, tournaments, training, promoted
         )
@@ -246,6 +265,7 @@ def build_report_assets(
                 "evals": sorted({f"{r.env}/{r.model}" for r in records}),
                 "n_tournaments": len(tournaments),
                 "training_runs": len(training),
+                "training_records_gone": gone,
                 "cpu_hours": sum(r.cpu_hours for r in training),
                 "gpu_hours": sum(r.gpu_hours for r in training),
                 "promoted_checkpoints": promoted,

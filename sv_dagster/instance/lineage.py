@@ -407,6 +407,8 @@ def report_row_asset(report: Path, line: int) -> tuple[str, str, str]:
     if row is None or row.table == "other":
         sourced = [n for n, r in rows.items() if r.table != "other"]
         raise LineageError(f"{path}:{line} is not a sourced table row; rows at lines {sourced[:12]}")
+    if row.table == "training summary":
+        raise LineageError(f"{path}:{line} is a sum over the training rows above it; give one of their lines")
     run, version = row.cells.get("run", "-"), row.cells.get("data version", "-")
     if run == "-":
         raise LineageError(f"{path}:{line} names no run (a report written before rows carried one)")
@@ -415,6 +417,8 @@ def report_row_asset(report: Path, line: int) -> tuple[str, str, str]:
         if pair == "-":
             raise LineageError(f"{path}:{line} names no tournament pair (a report written before rows carried one)")
         return f"tournament/{pair.lower().replace('<->', '_')}", run, version
+    if row.table == "training":
+        return row.cells.get("asset", "-"), run, version
     env = row.cells.get("env") or row.env
     model = row.cells.get("model", "").removesuffix(" (sample)")
     return f"eval/{env}/{model}", run, version

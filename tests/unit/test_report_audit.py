@@ -64,6 +64,24 @@ def record(folder: Path, model: str, timestamp: float, run_id: str) -> EvalRecor
     return load_record("e1", model, folder, timestamp, content_hash([folder]), run_id)
 
 
+def write_checkpoint(folder: Path, wall: float, cpu: float, gpu: float = 0.0, steps: int | None = None) -> Path:
+    """A finished stage's folder: weights and the checkpoint.json the stage writes."""
+    folder.mkdir(parents=True)
+    (folder / "model.safetensors").write_bytes(b"weights")
+    record = {"stage": "sft", "env": "e1", "wall_seconds": wall, "cpu_hours": cpu, "gpu_hours": gpu, "steps": steps}
+    (folder / "checkpoint.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return folder
+
+
+def training_record(
+    asset: str, folder: Path, timestamp: float, run_id: str, record_file: str = "checkpoint.json"
+) -> TrainingRecord:
+    # The metadata's compute figures are deliberately not the files': rows show what the files say.
+    return TrainingRecord(
+        asset, "tiny", "e1", -1.0, -1.0, -1.0, str(folder), timestamp, run_id, content_hash([folder]), record_file
+    )
+
+
 @pytest.fixture
 def outputs(tmp_path: Path) -> Path:
     root = tmp_path / "outputs"
@@ -96,11 +114,20 @@ def outputs(tmp_path: Path) -> Path:
             }
         )
     )
-    stage1 = root / "checkpoints" / "rlft_stage1" / "e1" / "run1"
-    sft = root / "checkpoints" / "sft" / "e1" / "run0"
+    stage1 = write_checkpoint(root / "checkpoints" / "rlft_stage1" / "e1" / "run1", 10.5, 0.0125, steps=20)
+    sft = write_checkpoint(root / "checkpoints" / "sft" / "e1" / "run0", 4.25, 0.005, steps=8)
+    ablation = root / "ablations" / "e1" / "a1"
+    ablation.mkdir(parents=True)
+    variants = [
+        {"experiment": "lr", "wall_seconds": 3.0, "cpu_hours": 0.001, "gpu_hours": 0.0},
+        {"experiment": "kl", "wall_seconds": 2.0, "cpu_hours": 0.002, "gpu_hours": 0.0},
+    ]
+    (ablation / "ablations.json").write_text(json.dumps({"env": "e1", "variants": variants}))
     training = [
-        TrainingRecord("checkpoint/e1/sft", "tiny", "e1", 10, 0.01, 0, str(sft), timestamp=1_000),
-        TrainingRecord("checkpoint/e1/rlft_stage1", "tiny", "e1", 10, 0.01, 0, str(stage1), timestamp=900),
+        training_record("checkpoint/e1/sft", sft, 1_000, RUN_A),
+        training_record("checkpoint/e1/rlft_stage1", stage1, 900, RUN_B),
+        # The newest of the month, but an ablation's folder is never the current checkpoint.
+        training_record("ablation/e1", ablation, 1_100, RUN_A, record_file="ablations.json"),
     ]
     monthly_report(
         "2026-11",
@@ -119,7 +146,8 @@ REPORTS = ["reports/weekly/2026-W48.md", "reports/scoreboard/e1.md", "reports/mo
 @pytest.mark.parametrize("report", REPORTS)
 def test_every_sourced_row_names_its_run_and_data_version_and_audits_clean(outputs: Path, report: str, capsys):
     path = outputs / report
-    rows = [row for row in table_rows(path.read_text()) if row.table != "other"]
+    # Training summary rows are sums over the rows above them, checked as such (below).
+    rows = [row for row in table_rows(path.read_text()) if row.table not in ("other", "training summary")]
     assert rows, "no sourced rows"
     for row in rows:
         assert row.cells["run"] in (RUN_A[:8], RUN_B[:8]), row
@@ -214,19 +242,115 @@ def test_the_scoreboard_ranks_only_evals_on_the_same_split_and_examples(tmp_path
 
 
 def test_the_monthly_report_shows_the_promoted_checkpoint_as_current(outputs: Path):
-    text = (outputs / REPORTS[2]).read_text()
-    # The SFT checkpoint is the newest this month, but the stage-1 one is promoted.
-    assert "[run1](../../../checkpoints/rlft_stage1/e1/run1) (promoted) |" in text
-    assert "run0" not in text
+    path = outputs / REPORTS[2]
+    (summary,) = [row for row in table_rows(path.read_text()) if row.table == "training summary"]
+    # The SFT checkpoint and the ablation are newer this month, but the stage-1 one is promoted.
+    assert summary.cells["current checkpoint"] == "[run1](../../../checkpoints/rlft_stage1/e1/run1) (promoted)"
+    assert audit_report(path).ok
 
 
 def test_without_a_promotion_the_newest_checkpoint_is_shown_and_said_to_be_unpromoted(tmp_path: Path):
+    new = write_checkpoint(tmp_path / "new", 1.0, 0.1)
+    old = write_checkpoint(tmp_path / "old", 1.0, 0.1)
+    ablation = tmp_path / "ablation"
+    ablation.mkdir()
+    (ablation / "ablations.json").write_text(json.dumps({"variants": []}))
     training = [
-        TrainingRecord("checkpoint/e1/sft", "tiny", "e1", 1, 0.1, 0, str(tmp_path / "new"), timestamp=2),
-        TrainingRecord("checkpoint/e1/sft", "tiny", "e1", 1, 0.1, 0, str(tmp_path / "old"), timestamp=1),
+        training_record("checkpoint/e1/sft", new, 2, RUN_A),
+        training_record("checkpoint/e1/sft", old, 1, RUN_B),
+        training_record("ablation/e1", ablation, 3, RUN_A, record_file="ablations.json"),
     ]
     files = monthly_report("2026-11", [], tmp_path / "report", training=training)
-    assert "[new](../new) (newest, not promoted) |" in files["markdown"].read_text()
+    (summary,) = [r for r in table_rows(files["markdown"].read_text()) if r.table == "training summary"]
+    assert summary.cells["current checkpoint"] == "[new](../new) (newest, not promoted)"
+    assert audit_report(files["markdown"]).ok
+
+
+def training_rows(path: Path) -> dict[str, object]:
+    return {row.cells["asset"]: row for row in table_rows(path.read_text()) if row.table == "training"}
+
+
+def test_training_rows_cite_their_json_run_and_data_version_and_are_checked_like_eval_rows(outputs: Path, capsys):
+    path = outputs / REPORTS[2]
+    rows = training_rows(path)
+    assert set(rows) == {"checkpoint/e1/sft", "checkpoint/e1/rlft_stage1", "ablation/e1"}
+    sft, ablation = rows["checkpoint/e1/sft"], rows["ablation/e1"]
+    assert sft.cells["record"] == "[checkpoint.json](../../../checkpoints/sft/e1/run0/checkpoint.json)"
+    assert sft.cells["run"] == RUN_A[:8]
+    assert content_hash([outputs / "checkpoints" / "sft" / "e1" / "run0"]).startswith(sft.cells["data version"])
+    # The files' numbers, not the metadata's (-1 in the records): an ablation's variants summed.
+    assert [sft.cells[c] for c in ("wall time (s)", "CPU hours", "GPU hours", "steps")] == [
+        "4.2",
+        "0.0050",
+        "0.0000",
+        "8",
+    ]
+    assert ablation.cells["record"] == "[ablations.json](../../../ablations/e1/a1/ablations.json)"
+    assert [ablation.cells[c] for c in ("wall time (s)", "CPU hours", "steps")] == ["5.0", "0.0030", "-"]
+    result = audit_report(path)
+    assert result.ok, result.problems
+    assert {line for line, _, _ in result.checked} >= {row.line for row in rows.values()}
+    assert result.derived == 2  # the (tiny, e1) summary and the total line
+    other = [row for row in table_rows(path.read_text()) if row.table == "other"]
+    assert result.unsourced == len(other) and not any("CPU hours" in row.cells for row in other)
+    assert main_audit(str(path)) == 0
+    out = capsys.readouterr().out
+    assert f"  line {sft.line:<4} checkpoint/e1/sft (tiny)  run {RUN_A[:8]}" in out
+    assert "2 training sums recomputed from them, 0 mismatches" in out
+
+
+def test_a_tampered_checkpoint_json_fails_the_audit_naming_the_row_the_summary_and_the_total(outputs: Path, capsys):
+    path = outputs / REPORTS[2]
+    line = training_rows(path)["checkpoint/e1/rlft_stage1"].line
+    record = outputs / "checkpoints" / "rlft_stage1" / "e1" / "run1" / "checkpoint.json"
+    data = json.loads(record.read_text())
+    data["cpu_hours"] = 0.5
+    record.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    assert main_audit(str(path)) == 1
+    mismatches = [m for m in capsys.readouterr().out.splitlines() if m.startswith("MISMATCH ")]
+    (cell,) = [m for m in mismatches if m.startswith(f"MISMATCH report.md:{line}: CPU hours")]
+    assert cell.startswith(f"MISMATCH report.md:{line}: CPU hours shows '0.0125' but checkpoint.json in ")
+    assert cell.endswith("gives '0.5000'")
+    assert any(m.startswith(f"MISMATCH report.md:{line}: data version") for m in mismatches)
+    # The sums are rendered again from the files the rows cite, so they move with it.
+    assert any("CPU hours shows '0.0205' but the 3 training rows' files sum to '0.5080'" in m for m in mismatches)
+    total = next(n for n, text in enumerate(path.read_text().splitlines(), 1) if text.startswith("Total training"))
+    assert any(m.startswith(f"MISMATCH report.md:{total}: shows 'Total training compute: 3 runs") for m in mismatches)
+
+
+def test_the_training_total_and_summary_are_recomputed_from_the_rows_checked(outputs: Path):
+    path = outputs / REPORTS[2]
+    lines = path.read_text().splitlines()
+    total = next(n for n, text in enumerate(lines, 1) if text.startswith("Total training compute:"))
+    assert lines[total - 1] == "Total training compute: 3 runs, 19.8 s wall time, 0.0205 CPU hours, 0.0000 GPU hours."
+    # An edited total fails on its own line.
+    edited = [
+        text.replace("0.0205 CPU hours", "0.0105 CPU hours") if n == total else text for n, text in enumerate(lines, 1)
+    ]
+    path.write_text("\n".join(edited) + "\n")
+    (problem,) = audit_report(path).problems
+    assert (
+        problem.startswith(f"report.md:{total}: shows ")
+        and "files give 'Total training compute: 3 runs, 19.8 s wall time, 0.0205 CPU" in problem
+    )
+    # A row dropped from the table (its run's compute hidden) no longer adds up.
+    dropped = training_rows(path)["ablation/e1"].line
+    path.write_text("\n".join(text for n, text in enumerate(lines, 1) if n != dropped) + "\n")
+    problems = audit_report(path).problems
+    assert any("runs shows '3' but the 2 training rows' files sum to '2'" in p for p in problems)
+    assert any(p.startswith(f"report.md:{total - 1}: shows 'Total training compute: 3 runs") for p in problems)
+
+
+def test_a_current_checkpoint_no_row_trained_fails_the_audit(outputs: Path):
+    path = outputs / REPORTS[2]
+    text = path.read_text()
+    path.write_text(
+        text.replace(
+            "[run1](../../../checkpoints/rlft_stage1/e1/run1) (promoted)", "[a1](../../../ablations/e1/a1) (promoted)"
+        )
+    )
+    (problem,) = audit_report(path).problems
+    assert "current checkpoint" in problem and "is not among the tiny / e1 rows' checkpoints" in problem
 
 
 def test_cost_plot_draws_one_labelled_bar_per_priced_model_or_says_none_was_priced():
@@ -309,3 +433,53 @@ def test_reports_compare_models_on_the_same_examples_with_paired_tests(tmp_path:
     board = next(line for line in text.splitlines() if line.startswith("| # | model |"))
     assert "| FNR [95% CI] |" in board and "| Brier [95% CI] |" in board and "| tool calls" not in board
     assert audit_report(tmp_path / "monthly" / "report.md").ok
+
+
+def test_training_records_carry_the_run_data_version_and_record_file_of_each_materialization(tmp_path: Path):
+    import dagster as dg
+
+    from sv_dagster.assets.reports import training_records
+    from sv_dagster.instance import DATA_VERSION_TAG
+
+    stage = write_checkpoint(tmp_path / "checkpoints" / "sft", 1.0, 0.25)
+    ablation = tmp_path / "ablations" / "e1"
+    ablation.mkdir(parents=True)
+    (ablation / "ablations.json").write_text(json.dumps({"variants": []}))
+    instance = dg.DagsterInstance.ephemeral()
+    for key, folder in ((["checkpoint", "e1", "sft"], stage), (["ablation", "e1"], ablation)):
+        instance.report_runless_asset_event(
+            dg.AssetMaterialization(
+                asset_key=key,
+                metadata={
+                    "cpu_hours": 0.25,
+                    "wall_seconds": 1.0,
+                    "base_model": "tiny",
+                    "env": "e1",
+                    "artifact_path": dg.MetadataValue.path(str(folder)),
+                },
+                tags={DATA_VERSION_TAG: content_hash([folder])},
+            )
+        )
+    keys = [dg.AssetKey(["checkpoint", "e1", "sft"]), dg.AssetKey(["ablation", "e1"])]
+    records, moved = training_records(instance, keys, 0.0, 4e9)
+    assert moved == {}
+    by_asset = {r.asset: r for r in records}
+    assert (
+        by_asset["checkpoint/e1/sft"].source == stage / "checkpoint.json"
+        and by_asset["checkpoint/e1/sft"].is_checkpoint
+    )
+    assert by_asset["ablation/e1"].source == ablation / "ablations.json" and not by_asset["ablation/e1"].is_checkpoint
+    assert all(r.data_version == content_hash([Path(r.path)]) for r in records)  # runless events: no run id
+    files = monthly_report("2026-11", [], tmp_path / "report", training=records)
+    assert audit_report(files["markdown"]).ok
+
+
+def test_lineage_of_a_training_row_names_its_asset_and_a_summary_row_points_to_the_rows(outputs: Path):
+    from sv_dagster.instance.lineage import LineageError, report_row_asset
+
+    path = outputs / REPORTS[2]
+    sft = training_rows(path)["checkpoint/e1/sft"]
+    assert report_row_asset(path, sft.line) == ("checkpoint/e1/sft", RUN_A[:8], sft.cells["data version"])
+    (summary,) = [row for row in table_rows(path.read_text()) if row.table == "training summary"]
+    with pytest.raises(LineageError, match=f":{summary.line} is a sum over the training rows above it"):
+        report_row_asset(path, summary.line)

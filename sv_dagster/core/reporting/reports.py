@@ -1,10 +1,12 @@
-"""Weekly and monthly reports and per-environment scoreboards, from eval folders.
+"""Weekly and monthly reports and per-environment scoreboards, from eval, tournament and
+training folders.
 
-Plain functions over `EvalRecord`s (one eval materialization each); the Dagster assets
-gather the records from the instance, so every number here traces to an eval table. Every
-table row links to the JSON it came from and names the Dagster run and data version of that
-materialization; the cells are rendered by `row_cells`, which `sv_dagster.core.reporting.audit` uses
-again to check a report against the files it cites.
+Plain functions over `EvalRecord`s (one eval materialization each), `TournamentRecord`s and
+`TrainingRecord`s; the Dagster assets gather the records from the instance, so every number
+here traces to a materialization. Every sourced table row links to the JSON it came from and
+names the Dagster run and data version of that materialization; the cells are rendered by
+`row_cells`, which `sv_dagster.core.reporting.audit` uses again to check a report against the
+files it cites. The monthly report's training sums are rendered from the same files.
 """
 
 from __future__ import annotations
@@ -91,10 +93,13 @@ def _curve(tournament: dict[str, Any]) -> str:
 
 def row_cells(table: str, env: str) -> dict[str, Any]:
     """Column title -> how its cell is rendered from the JSON files the row cites (the eval's
-    summary first; the weekly table's previous summary second). Reports render these cells
-    with it, and the audit renders them again to compare."""
+    summary first; the weekly table's previous summary second; a training row's checkpoint.json
+    or ablations.json). Reports render these cells with it, and the audit renders them again
+    to compare."""
     if table == "tournament":
         return {"success per round": lambda cited: _curve(cited[0])}
+    if table == "training":
+        return training_row_cells()
     mean = {
         "mean reward [95% CI]": lambda cited: _with_ci(cited[0].get("mean_reward"), _ci_of(cited[0], "mean_reward"))
     }
@@ -370,9 +375,20 @@ def reliability_points(run_dir: Path, n_bins: int = 10) -> list[tuple[float, flo
     ]
 
 
+CHECKPOINT_RECORD = "checkpoint.json"
+"""What a training stage writes in its checkpoint folder (`sv_dagster.training.stages`)."""
+ABLATION_RECORD = "ablations.json"
+"""What an ablation materialization writes in its folder: each variant's compute."""
+TRAINING_FIGURES = ("wall_seconds", "cpu_hours", "gpu_hours")
+TRAINING_TOTAL = "Total training compute:"
+"""How the monthly report's total line starts; the audit finds it by this."""
+
+
 @dataclass(frozen=True)
 class TrainingRecord:
-    """One training materialization's compute: a checkpoint stage or an ablation run."""
+    """One training materialization: a checkpoint stage or an ablation run. Its numbers are
+    read from `record_file` in its folder `path` (the JSON a report row cites); the compute
+    fields are what its Dagster metadata recorded."""
 
     asset: str
     model: str
@@ -382,39 +398,138 @@ class TrainingRecord:
     gpu_hours: float
     path: str
     timestamp: float = 0.0
+    run_id: str = ""
+    data_version: str = ""
+    record_file: str = CHECKPOINT_RECORD
+
+    @property
+    def source(self) -> Path:
+        return Path(self.path) / self.record_file
+
+    @property
+    def is_checkpoint(self) -> bool:
+        """An ablation's folder holds a report, not weights: never a current checkpoint."""
+        return self.record_file == CHECKPOINT_RECORD
+
+
+def training_figures(record: Mapping[str, Any]) -> dict[str, Any]:
+    """Wall seconds, CPU and GPU hours and steps from the JSON a training materialization
+    wrote: a stage's checkpoint.json, or an ablation's ablations.json with its variants
+    summed, as its materialization's compute is (variants record no steps)."""
+    if "variants" in record:
+        variants = record.get("variants") or []
+        return {key: sum(float(v.get(key) or 0.0) for v in variants) for key in TRAINING_FIGURES} | {"steps": None}
+    return {key: record.get(key) for key in (*TRAINING_FIGURES, "steps")}
+
+
+def _seconds(value: Any) -> str:
+    return "-" if value is None else f"{float(value):.1f}"
+
+
+def _hours(value: Any) -> str:
+    return "-" if value is None else f"{float(value):.4f}"
+
+
+def training_row_cells() -> dict[str, Any]:
+    """The number cells of a training row, rendered from the JSON it cites (`row_cells`)."""
+    return {
+        "wall time (s)": lambda cited: _seconds(training_figures(cited[0])["wall_seconds"]),
+        "CPU hours": lambda cited: _hours(training_figures(cited[0])["cpu_hours"]),
+        "GPU hours": lambda cited: _hours(training_figures(cited[0])["gpu_hours"]),
+        "steps": lambda cited: _fmt(training_figures(cited[0])["steps"]),
+    }
+
+
+def _sums(figures: Sequence[Mapping[str, Any]]) -> dict[str, float]:
+    return {key: sum(float(f.get(key) or 0.0) for f in figures) for key in TRAINING_FIGURES}
+
+
+def training_summary_cells(figures: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """A (model, environment) summary row's cells from the `training_figures` of its training
+    rows; the audit renders them again from the files those rows cite."""
+    sums = _sums(figures)
+    return {
+        "runs": str(len(figures)),
+        "wall time (s)": _seconds(sums["wall_seconds"]),
+        "CPU hours": _hours(sums["cpu_hours"]),
+        "GPU hours": _hours(sums["gpu_hours"]),
+    }
+
+
+def training_total(figures: Sequence[Mapping[str, Any]]) -> str:
+    """The total line under the training tables, from the `training_figures` of every row."""
+    sums = _sums(figures)
+    return (
+        f"{TRAINING_TOTAL} {len(figures)} runs, {sums['wall_seconds']:.1f} s wall time, "
+        f"{sums['cpu_hours']:.4f} CPU hours, {sums['gpu_hours']:.4f} GPU hours."
+    )
 
 
 def training_compute(records: Sequence[TrainingRecord]) -> list[dict[str, Any]]:
-    """Wall time and CPU/GPU hours summed per (model, environment); `checkpoints` oldest first."""
-    totals: dict[tuple[str, str], dict[str, Any]] = {}
+    """The records grouped per (model, environment), each group's `records` and
+    `checkpoints` (its stage checkpoints' paths) oldest first."""
+    groups: dict[tuple[str, str], dict[str, Any]] = {}
     for r in sorted(records, key=lambda r: r.timestamp):
-        row = totals.setdefault(
-            (r.model, r.env),
-            {
-                "model": r.model,
-                "env": r.env,
-                "runs": 0,
-                "wall_seconds": 0.0,
-                "cpu_hours": 0.0,
-                "gpu_hours": 0.0,
-                "checkpoints": [],
-            },
-        )
-        row["runs"] += 1
-        row["wall_seconds"] += r.wall_seconds
-        row["cpu_hours"] += r.cpu_hours
-        row["gpu_hours"] += r.gpu_hours
-        row["checkpoints"].append(r.path)
-    return [totals[key] for key in sorted(totals)]
+        group = groups.setdefault((r.model, r.env), {"model": r.model, "env": r.env, "records": [], "checkpoints": []})
+        group["records"].append(r)
+        if r.is_checkpoint:
+            group["checkpoints"].append(r.path)
+    return [groups[key] for key in sorted(groups)]
 
 
-def current_checkpoint(row: dict[str, Any], promoted: Mapping[str, str]) -> tuple[str, str]:
-    """(path, how) of the checkpoint a training-compute row shows: the environment's promoted
-    one when this row trained it, else the newest this month (not promoted)."""
+def current_checkpoint(row: dict[str, Any], promoted: Mapping[str, str]) -> tuple[str, str] | None:
+    """(path, how) of the checkpoint a training summary row shows: the environment's promoted
+    one when this row trained it, else the newest this month (not promoted); None when the
+    row trained no checkpoint (ablations only)."""
     chosen = promoted.get(row["env"])
     if chosen and chosen in row["checkpoints"]:
         return chosen, "promoted"
-    return row["checkpoints"][-1], "newest, not promoted"
+    return (row["checkpoints"][-1], "newest, not promoted") if row["checkpoints"] else None
+
+
+def training_markdown(records: Sequence[TrainingRecord], promoted: Mapping[str, str], base: Path) -> list[str]:
+    """One row per training materialization, its numbers rendered from the JSON it links to
+    and named by its run and data version; a summary per (model, environment) with its
+    current checkpoint; and the total. The summary and total are sums over the rows, which
+    the audit recomputes from the files the rows cite."""
+    if not records:
+        return ["No training ran this month.", ""]
+    loaded = []
+    for r in sorted(records, key=lambda r: (r.env, r.model, r.timestamp)):
+        if not r.source.is_file():
+            raise FileNotFoundError(f"{r.source}: the compute record of {r.asset} (run {r.run_id[:8]}) is not there")
+        loaded.append((r, json.loads(r.source.read_text(encoding="utf-8"))))
+    cells = row_cells("training", "")
+    md = [
+        "| date | asset | model | env | " + " | ".join(cells) + " | run | data version | record |",
+        "|---" * (len(cells) + 7) + "|",
+    ]
+    for r, data in loaded:
+        md.append(
+            f"| {datetime.fromtimestamp(r.timestamp):%Y-%m-%d %H:%M} | {r.asset} | {r.model} | {r.env} | "
+            + " | ".join(render([data]) for render in cells.values())
+            + f" | {source_cells(r.run_id, r.data_version)} | [{r.record_file}]({os.path.relpath(r.source, base)}) |"
+        )
+    summary = training_summary_cells([])
+    md += [
+        "",
+        "| model | env | " + " | ".join(summary) + " | current checkpoint |",
+        "|---" * (len(summary) + 3) + "|",
+    ]
+    for group in training_compute(records):
+        figures = [training_figures(data) for r, data in loaded if (r.model, r.env) == (group["model"], group["env"])]
+        current = current_checkpoint(group, promoted)
+        shown = (
+            f"[{Path(current[0]).name}]({os.path.relpath(current[0], base)}) ({current[1]})"
+            if current
+            else "- (no checkpoint trained)"
+        )
+        md.append(
+            f"| {group['model']} | {group['env']} | "
+            + " | ".join(training_summary_cells(figures).values())
+            + f" | {shown} |"
+        )
+    return [*md, "", training_total([training_figures(data) for _, data in loaded]), ""]
 
 
 def monthly_report(
@@ -427,7 +542,7 @@ def monthly_report(
 ) -> dict[str, Path]:
     """Markdown + HTML with PNG plots: reliability diagrams, reward trends per model and
     env, cost per model, the attacker success curves of the month's red-team tournaments, and
-    the training compute per model and environment (`promoted`: env -> the promoted
+    the compute of each training materialization with sums per model and environment (`promoted`: env -> the promoted
     checkpoint's path). Links are relative to `out_dir`, so the folder can be moved.
     Returns the files written."""
     import matplotlib
@@ -484,26 +599,7 @@ def monthly_report(
     md += ["## Cost", "", f"![cost]({files['cost'].name})", ""]
     md += [f"- {model}: ${cost:.4f}" for model, cost in sorted(costs.items())]
     md += ["", "## Training compute", ""]
-    compute = training_compute(training)
-    if compute:
-        md += [
-            "| model | env | runs | wall time (s) | CPU hours | GPU hours | current checkpoint |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        for row in compute:
-            path, how = current_checkpoint(row, promoted or {})
-            md.append(
-                f"| {row['model']} | {row['env']} | {row['runs']} | {row['wall_seconds']:.1f} | {row['cpu_hours']:.4f} | "
-                f"{row['gpu_hours']:.4f} | [{Path(path).name}]({os.path.relpath(path, out_dir)}) ({how}) |"
-            )
-        md += [
-            "",
-            f"Total: {sum(r['cpu_hours'] for r in compute):.4f} CPU hours, "
-            f"{sum(r['gpu_hours'] for r in compute):.4f} GPU hours.",
-            "",
-        ]
-    else:
-        md += ["No training ran this month.", ""]
+    md += training_markdown(training, promoted or {}, out_dir)
     md += ["", "## Attacker success (red-team tournaments)", ""]
     loaded = [
         (t, json.loads((t.path / "tournament.json").read_text()))
