@@ -126,6 +126,11 @@ def to_output(context: dg.AssetExecutionContext, artifact: Artifact) -> dg.Outpu
     # left out of the content hash, so writing it after hashing changes nothing.
     write_json(provenance_path(artifact.path), provenance)
     artifact = publish_artifact(artifact)  # after hashing: the store gets the bytes just hashed
+    # The console of every job (INFO) says, step by step, what was written and where.
+    context.log.info(
+        f"{context.asset_key.to_user_string()}: wrote {artifact.uri or artifact.path} "
+        f"(data version {provenance['content_hash'][:12]})"
+    )
     metadata = {
         **{key: _metadata_value(value) for key, value in provenance.items()},
         "artifact_path": dg.MetadataValue.path(str(artifact.path)),

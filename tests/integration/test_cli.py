@@ -32,6 +32,8 @@ def test_dagster_job_execute_eval_e1_as_written(isolated: Path):
     printed = proc.stdout + proc.stderr
     assert "SupersessionWarning" not in printed and " - DEBUG - " not in printed  # INFO by default
     assert "eval e1/heuristic: 56/56 examples (100%)" in printed and "sv-env-network-logs / heuristic: " in printed
+    for key in ("corpus/iot23", "dataset/e1", "eval/e1/heuristic", "triage/e1/heuristic"):  # what, and where
+        assert f"{key}: wrote {isolated / 'outputs'}" in printed, key
     instance = dg.DagsterInstance.get()  # the DAGSTER_HOME the subprocess used
     runs = instance.get_runs()
     assert len(runs) == 1 and runs[0].job_name == "eval_e1" and runs[0].is_success
