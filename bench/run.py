@@ -6,8 +6,9 @@ Targets (checked here, never in timed tests): definitions load < 3 s; E1 path (h
 sample data) < 30 s in-process; runner >= 50 examples/s at concurrency 16 on loopback.
 Scoring (bench/scoring.py): E2 >= 100,000 rollouts/hour warm and >= 5,000 cold,
 E3 >= 3,000, each beside the naive one-process-per-rollout figure from the same run.
-Red team: E4 scoring >= 5,000 rollouts/s on one core (the environment's rewards;
-the full path through verifiers' `task.score` beside it), the embedded safety classifier
+Red team: E4 scoring >= 5,000 rollouts/s on one core on the runner's row path (`score_row`,
+what the pipeline runs; the same rows forced through verifiers' `task.score`, and the rewards
+alone, beside it), the embedded safety classifier
 >= 2,000 texts/s on one core (bench/safety.py), and E5/E6 dialogue throughput of the
 concurrent runner against a loopback model that takes 100 ms per call.
 
@@ -26,7 +27,11 @@ Training (bench/training.py): SFT tokens/s and GRPO completions/hour through the
 pipeline's own training entry point beside plain TRL; on a GPU also MFU, with the
 targets (SFT >= 40% MFU, GRPO >= 250,000 completions/hour); on a CPU the figures are recorded.
 
-    python bench/run.py [--only foundation|scoring|redteam|synthetic|curation|hostile|training]
+Runner against vf-eval (`bench_vs_vf_eval`, part of foundation, alone with `--only vf-eval`):
+the pipeline's eval and verifiers' `vf-eval` over the same N examples (default 200), at the
+same concurrency, against one loopback server; each side timed as a whole command.
+
+    python bench/run.py [--only foundation|vf-eval|scoring|redteam|synthetic|curation|hostile|training]
 """
 
 from __future__ import annotations
@@ -70,7 +75,10 @@ CURATION_TARGETS = {
 }
 
 REDTEAM_TARGETS = {
-    "e4_rewards_per_s": 5_000.0,
+    # The path the pipeline scores with (bench/scoring.py `e4_scoring`), and its rows equal
+    # to those of the full path through verifiers' `task.score`.
+    "e4_score_row_per_s": 5_000.0,
+    "e4_score_row_mismatches": 0.0,
     "safety_classifier_texts_per_s": 2_000.0,
     # Three-turn dialogues against the loopback model at 100 ms per call.
     "e5_dialogues_per_hour": 100_000.0,
@@ -89,7 +97,7 @@ start = time.perf_counter()
 run = evaluate(ENVS["e1"], spec, OpenAICompatibleBackend(spec), dataset_path=dataset, outputs_root=out,
                run_id="scale", concurrency=concurrency)
 print(json.dumps({"seconds": time.perf_counter() - start, "n": run.summary["n_examples"],
-                  "errors": run.summary["n_errors"]}))
+                  "errors": run.summary["n_errors"], "results": str(run.results_path)}))
 """
 
 
@@ -168,83 +176,127 @@ def write_scale_dataset(path: Path, n: int) -> None:
             )
 
 
-def bench_scale(n: int, concurrency: int = 64, delay_s: float = 0.1, vf_eval_n: int = 16) -> dict:
-    """E1 rollouts/hour and peak RSS of the eval process for an `n`-example run, and
-    vf-eval on the same server for the ratio."""
+def _loopback_e1_reply(request: dict) -> str:
+    from sv_env_network_logs import heuristic_reply
+
+    return heuristic_reply(request["messages"][-1]["content"])
+
+
+def _run_scale_child(url: str, dataset: Path, out: Path, concurrency: int) -> tuple[dict, float]:
+    """The pipeline's eval of `dataset` in a process of its own: (what it printed, the
+    command's wall seconds, start-up included)."""
+    start = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-c", SCALE_CHILD, url, str(dataset), str(out), str(concurrency)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(proc.stdout.strip().splitlines()[-1]), time.perf_counter() - start
+
+
+def bench_scale(n: int, concurrency: int = 64, delay_s: float = 0.1) -> dict:
+    """E1 rollouts/hour and peak RSS of the eval process for an `n`-example run against a
+    loopback server answering in `delay_s`."""
     import resource
 
-    from sv_env_network_logs import heuristic_reply
     from tests.support.openai_server import LoopbackOpenAIServer
 
-    def reply(request: dict) -> str:
-        return heuristic_reply(request["messages"][-1]["content"])
-
     results: dict = {"scale_examples": n, "scale_concurrency": concurrency, "scale_server_delay_s": delay_s}
-    with LoopbackOpenAIServer(reply, delay_s=delay_s) as server, tempfile.TemporaryDirectory() as tmp:
+    with LoopbackOpenAIServer(_loopback_e1_reply, delay_s=delay_s) as server, tempfile.TemporaryDirectory() as tmp:
         dataset = Path(tmp) / "scale.jsonl"
         write_scale_dataset(dataset, n)
-        proc = subprocess.run(
-            [
-                sys.executable,
-                "-c",
-                SCALE_CHILD,
-                server.base_url,
-                str(dataset),
-                str(Path(tmp) / "out"),
-                str(concurrency),
-            ],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        child = json.loads(proc.stdout.strip().splitlines()[-1])
+        child, _ = _run_scale_child(server.base_url, dataset, Path(tmp) / "out", concurrency)
         results.update(
             scale_seconds=child["seconds"],
             scale_errors=child["errors"],
             scale_rollouts_per_hour=child["n"] / child["seconds"] * 3600,
             scale_peak_rss_mib=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
         )
-        env = {**os.environ, "LOOPBACK_KEY": "x", "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
-        start = time.perf_counter()
-        subprocess.run(
-            [
-                str(Path(sys.executable).parent / "vf-eval"),
-                "sv-env-network-logs",
-                "--no-push",
-                "--env.agent.harness.id",
-                "null",
-                "--env.agent.runtime.type",
-                "subprocess",
-                "--client.base-url",
-                server.base_url,
-                "--client.api-key-var",
-                "LOOPBACK_KEY",
-                "-m",
-                "loopback-model",
-                "-n",
-                str(vf_eval_n),
-                "-c",
-                "8",
-                "-o",
-                str(Path(tmp) / "vf"),
-                "--run.dir",
-                "bench",
-            ],
-            cwd=ROOT,
-            env=env,
-            capture_output=True,
-            check=True,
-            timeout=900,
-        )
-        vf_seconds = time.perf_counter() - start
-        results.update(
-            vf_eval_rollouts=vf_eval_n,
-            vf_eval_seconds=vf_seconds,
-            vf_eval_rollouts_per_hour=vf_eval_n / vf_seconds * 3600,
-        )
-        results["runner_vs_vf_eval"] = results["scale_rollouts_per_hour"] / results["vf_eval_rollouts_per_hour"]
     return results
+
+
+VF_EVAL_MIN_N = 200
+
+
+def bench_vs_vf_eval(n: int = 200, concurrency: int = 8, delay_s: float = 0.1) -> dict:
+    """The pipeline's eval (`evaluate`, as `sv-dagster eval` runs it) and verifiers' `vf-eval`
+    over the same `n` E1 examples (one dataset file, given to both), at the same
+    concurrency, against one loopback server answering in `delay_s`, one after the other.
+    Each side is timed as a whole command, start-up included (vf-eval has no other split;
+    the runner's in-process seconds are recorded beside). Both must score every example,
+    the same ones, or the comparison fails; examples whose total reward differs between
+    the two are counted. Below `VF_EVAL_MIN_N` examples vf-eval's start-up would be most
+    of what is timed."""
+    from sv_dagster.core.evals.runner import read_results
+    from tests.support.openai_server import LoopbackOpenAIServer
+    from tests.support.vf_trace import read_vf_eval_traces
+
+    if n < VF_EVAL_MIN_N or concurrency < 1:
+        raise ValueError(
+            f"vf-eval comparison: needs n >= {VF_EVAL_MIN_N} (got {n}) and concurrency >= 1 (got {concurrency})"
+        )
+    out: dict = {"vs_vf_eval_examples": n, "vs_vf_eval_concurrency": concurrency, "vs_vf_eval_server_delay_s": delay_s}
+    bin_dir = Path(sys.executable).parent
+    with LoopbackOpenAIServer(_loopback_e1_reply, delay_s=delay_s) as server, tempfile.TemporaryDirectory() as tmp:
+        dataset = Path(tmp) / "examples.jsonl"
+        write_scale_dataset(dataset, n)
+        child, runner_wall = _run_scale_child(server.base_url, dataset, Path(tmp) / "ours", concurrency)
+        runner_calls = len(server.requests)
+        ours = {row["example_id"]: row for row in read_results(Path(child["results"]), drop=("prompt", "info"))}
+        env = {**os.environ, "LOOPBACK_KEY": "x", "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+        command = [
+            str(bin_dir / "vf-eval"),
+            "sv-env-network-logs",
+            "--no-push",
+            "--env.agent.harness.id",
+            "null",
+            "--env.agent.runtime.type",
+            "subprocess",
+            "--env.taskset.dataset-path",
+            str(dataset),
+            "--client.base-url",
+            server.base_url,
+            "--client.api-key-var",
+            "LOOPBACK_KEY",
+            "-m",
+            "loopback-model",
+            "-n",
+            str(n),
+            "-c",
+            str(concurrency),
+            "-o",
+            str(Path(tmp) / "vf"),
+            "--run.dir",
+            "bench",
+        ]
+        start = time.perf_counter()
+        proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=3600)
+        vf_wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise RuntimeError(f"vf-eval exited {proc.returncode}: {(proc.stderr or proc.stdout)[-2000:]}")
+        vf_calls = len(server.requests) - runner_calls
+        theirs = {t["key"]: t for t in read_vf_eval_traces(Path(tmp) / "vf" / "bench")}
+    failed = [key for key, t in theirs.items() if not t["ok"] or t["errors"]]
+    if set(ours) != set(theirs) or len(ours) != n or child["errors"] or failed:
+        raise RuntimeError(
+            f"vf-eval comparison: the runner scored {len(ours)} examples ({child['errors']} errors), vf-eval "
+            f"{len(theirs)} ({len(failed)} failed, e.g. {failed[:3]}); both must score the same {n}"
+        )
+    differ = sum(abs((ours[key]["reward"] or 0.0) - theirs[key]["reward"]) > 1e-9 for key in ours)
+    out.update(
+        vs_vf_eval_runner_seconds=runner_wall,
+        vs_vf_eval_runner_in_process_seconds=child["seconds"],
+        vs_vf_eval_runner_model_calls=runner_calls,
+        vs_vf_eval_runner_rollouts_per_hour=n / runner_wall * 3600,
+        vs_vf_eval_vf_seconds=vf_wall,
+        vs_vf_eval_vf_model_calls=vf_calls,
+        vs_vf_eval_vf_rollouts_per_hour=n / vf_wall * 3600,
+        vs_vf_eval_reward_differences=differ,
+    )
+    out["runner_vs_vf_eval"] = out["vs_vf_eval_runner_rollouts_per_hour"] / out["vs_vf_eval_vf_rollouts_per_hour"]
+    return out
 
 
 def _scoring(mode: str, data: Path, cache: Path, *extra: str) -> dict:
@@ -371,10 +423,20 @@ def bench_redteam() -> dict:
         e4 = _scoring("e4", Path(tmp), Path(tmp) / "cache", "--n", "2000")
     safety = _json_of([sys.executable, str(ROOT / "bench" / "safety.py")])
     return {
-        "e4_rewards_per_s": e4["rewards_per_s"],
+        # The target's figure: the runner's rows, through the task's fast_score.
+        "e4_score_row_per_s": e4["score_row_per_s"],
+        "e4_score_row_mismatches": e4["score_row_mismatches"],
+        # Beside it: the same rows through verifiers' trace and task.score, the full
+        # score_completion, the six rewards alone, fast_score alone, and the split.
+        "e4_score_row_full_per_s": e4["score_row_full_per_s"],
         "e4_full_score_per_s": e4["full_per_s"],
+        "e4_rewards_per_s": e4["rewards_per_s"],
         "e4_fast_score_per_s": e4["fast_score_per_s"],
+        "e4_fast_score_mismatches": e4["fast_score_mismatches"],
+        "e4_trace_per_s": e4["trace_per_s"],
         "e4_us_per_rollout": e4["us_per_rollout"],
+        "e4_rollouts": e4["rollouts"],
+        "e4_clock": "CPU seconds of the scoring process on one pinned core, median of 3 passes",
         "safety_classifier": safety["classifier"],
         "safety_classifier_texts_per_s": safety["texts_per_s"],
         "safety_classifier_mean_chars": safety["mean_chars"],
@@ -466,9 +528,13 @@ def main() -> int:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale-n", type=int, default=100_000, help="examples in the scale run")
+    parser.add_argument("--vf-eval-n", type=int, default=200, help="examples in the runner-vs-vf-eval comparison")
+    parser.add_argument(
+        "--vf-eval-concurrency", type=int, default=8, help="concurrency of both sides of the vf-eval comparison"
+    )
     parser.add_argument(
         "--only",
-        choices=["all", "foundation", "scoring", "redteam", "synthetic", "curation", "hostile", "training"],
+        choices=["all", "foundation", "vf-eval", "scoring", "redteam", "synthetic", "curation", "hostile", "training"],
         default="all",
     )
     parser.add_argument("--curation-n", type=int, default=1_000_000, help="corpus rows in the curation benchmark")
@@ -482,6 +548,8 @@ def main() -> int:
         results.update(bench_runner())
         results.update(bench_scale(args.scale_n))
         targets.update(TARGETS)
+    if args.only in ("all", "foundation", "vf-eval"):
+        results.update(bench_vs_vf_eval(args.vf_eval_n, args.vf_eval_concurrency))
     if args.only in ("all", "scoring"):
         results.update(bench_scoring())
         targets.update(SCORING_TARGETS)
@@ -509,7 +577,13 @@ def main() -> int:
     record = {
         "command": "make bench  (python bench/run.py" + "".join(f" {a}" for a in sys.argv[1:]) + ")",
         "date": datetime.now(UTC).isoformat(),
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "platform": platform.platform()},
+        "machine": {
+            "python": platform.python_version(),
+            "cpus": os.cpu_count(),
+            "platform": platform.platform(),
+            # other work on a shared machine moves wall-clock figures
+            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
+        },
         "results": results,
         "targets": targets,
         "met": verdicts,

@@ -8,9 +8,10 @@ its tool-result cache (SV_TOOL_CACHE) and in-memory memos start as stated:
   e2-naive  one tool process per tool per file, no cache, no batching (original + patched)
   e3        pytest in the sandbox for every rollout, Bandit + Semgrep re-scan (batched, cached)
   e3-naive  one rollout at a time, a fresh Semgrep process each (no cache)
-  e4        E4 (phishing) on ONE core, target 5,000 rollouts/s: (a) full `score_completion`
-            (trace + verifiers `task.score` + rewards) and (b) the environment's six rewards
-            alone on prepared traces, plus the parts of (a) (see `e4_scoring`)
+  e4        E4 (phishing) on ONE core, target 5,000 rollouts/s on the runner's row path
+            (`score_row`, which takes the task's `fast_score`), beside that path forced
+            through verifiers' trace and `task.score`, the six rewards alone, and the parts
+            of each (see `e4_scoring`)
 
 Usage: python bench/scoring.py MODE --n N --data DIR   (prints one JSON line)
 """
@@ -19,8 +20,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
+import statistics
 import sys
 import time
 import uuid
@@ -158,6 +161,8 @@ def e3_naive(n: int) -> dict:
 
 
 E4_TARGET_PER_S = 5_000
+E4_REPEATS = 3
+"""Passes per E4 figure; the median is recorded."""
 E4_REWARDS = ("format", "accuracy", "calibration", "asymmetric_cost", "abstention", "evidence")
 
 
@@ -202,19 +207,27 @@ def e4_completions(tasks: list, n: int, tag: str) -> list[tuple[object, str]]:
 
 def e4_scoring(n: int = 2000, cpu: int | None = None) -> dict:
     """E4 scoring throughput without model time, on ONE core (`cpu`, default the lowest
-    allowed), against the target of 5,000 rollouts/s:
+    allowed), against the target of 5,000 rollouts/s on `score_row_per_s`:
 
-      full_per_s      (a) `score_completion(task, completion)`: trace construction,
-                      verifiers' `task.score` and the six rewards, as the pipeline scores
-      rewards_per_s   (b) the environment's reward computation alone: the six @vf.reward
-                      methods awaited on a trace built beforehand (a trainer scoring
-                      rollouts it already holds)
-      trace_per_s     `completion_trace` alone (part of (a), sv_dagster + verifiers models)
-      score_row_per_s the runner's whole row: (a) plus answer parse, refusal check, details
-      fast_score_per_s  `task.fast_score(completion)`: (a)'s (scores, weights, total) computed
-                      by the environment without a trace or verifiers' `task.score` (a
-                      shortcut the runner may take; `fast_score_mismatches` counts rollouts
-                      whose numbers differ from (a)'s, checked outside the timing)
+      score_row_per_s  the runner's whole row as the pipeline scores it (`score_row`:
+                      answer parse, refusal check, the task's `fast_score`, details)
+      score_row_full_per_s  the same row forced through verifiers (`shortcut=False`: trace
+                      construction and `task.score`), what the runner did before the shortcut
+      full_per_s      `score_completion(task, completion)`: trace, verifiers' `task.score`
+                      and the six rewards (no parse column, refusal or details)
+      rewards_per_s   the six @vf.reward methods awaited on a trace built beforehand (a
+                      trainer scoring rollouts it already holds)
+      trace_per_s     `completion_trace` alone (part of the full path)
+      fast_score_per_s  `task.fast_score(completion)` alone: the full path's (scores,
+                      weights, total) without a trace or verifiers' `task.score`
+
+    Outside the timings, 500 rollouts are scored both ways on twin tasks: `fast_score_mismatches`
+    counts (scores, weights, total) that differ from `score_completion`'s, and
+    `score_row_mismatches` rows (as the results writer stores them) that differ between
+    the two row paths. `us_per_rollout["score_row"]` splits the row path: parsing the reply,
+    checking its evidence against the email (with building each task's email index), the
+    other five rewards and the weights, and the runner's own part (parse columns, refusal,
+    details from the memo).
 
     Each figure uses freshly loaded tasks (per-task memos empty; email indexes built inside
     the timing) and unique completions, after one warm-up pass (imports, lru caches)."""
@@ -231,19 +244,31 @@ def e4_scoring(n: int = 2000, cpu: int | None = None) -> dict:
         def fresh(tag: str) -> list[tuple[object, str]]:
             return e4_completions(env.load_tasks(None, None), n, tag)
 
-        def timed(jobs, fn) -> float:
-            start = time.perf_counter()
-            fn(jobs)
-            return len(jobs) / (time.perf_counter() - start)
+        def timed(tag: str, fn, prepare=lambda jobs: jobs) -> float:
+            """Rollouts per second of this process's CPU time on the pinned core, the median
+            of `E4_REPEATS` passes, each over fresh tasks and new completions, with the
+            collector emptied first. CPU time, not wall time: on a shared machine another
+            process on the same core would otherwise count as scoring time."""
+            rates = []
+            for k in range(E4_REPEATS):
+                jobs = prepare(fresh(f"{tag} {k}"))
+                gc.collect()
+                start = time.process_time()
+                fn(jobs)
+                rates.append(len(jobs) / (time.process_time() - start))
+            return statistics.median(rates)
 
         async def full(jobs):
             for task, completion in jobs:
                 await score_completion(task, completion)
 
-        async def rows(jobs):
-            parse = env.parse
+        async def rows(jobs, shortcut: bool = True) -> list[dict]:
+            parse, out = env.parse, []
             for task, completion in jobs:
-                await score_row({}, task, completion, parse, "bench")
+                row: dict = {}
+                await score_row(row, task, completion, parse, "bench", shortcut=shortcut)
+                out.append(row)
+            return out
 
         async def rewards(prepared):
             for task, trace in prepared:
@@ -251,46 +276,80 @@ def e4_scoring(n: int = 2000, cpu: int | None = None) -> dict:
                     await getattr(task, name)(trace)
 
         asyncio.run(full(fresh("warm-up")))
-        full_per_s = timed(fresh("full"), lambda jobs: asyncio.run(full(jobs)))
-        trace_per_s = timed(fresh("trace"), lambda jobs: [completion_trace(t, c) and None for t, c in jobs])
-        prepared = [(t, completion_trace(t, c)) for t, c in fresh("rewards")]
-        rewards_per_s = timed(prepared, lambda jobs: asyncio.run(rewards(jobs)))
-        row_per_s = timed(fresh("row"), lambda jobs: asyncio.run(rows(jobs)))
-        fast_jobs = fresh("fast")
-        fast_per_s = timed(fast_jobs, lambda jobs: [task.fast_score(c) and None for task, c in jobs])
+        asyncio.run(rows(fresh("warm-up")))
+        row_per_s = timed("row", lambda jobs: asyncio.run(rows(jobs)))
+        row_full_per_s = timed("row-full", lambda jobs: asyncio.run(rows(jobs, shortcut=False)))
+        full_per_s = timed("full", lambda jobs: asyncio.run(full(jobs)))
+        trace_per_s = timed("trace", lambda jobs: [completion_trace(t, c) and None for t, c in jobs])
+        rewards_per_s = timed(
+            "rewards",
+            lambda jobs: asyncio.run(rewards(jobs)),
+            prepare=lambda jobs: [(t, completion_trace(t, c)) for t, c in jobs],
+        )
+        fast_per_s = timed("fast", lambda jobs: [task.fast_score(c) and None for task, c in jobs])
+        parse_per_s = timed("parse", lambda jobs: [env.parse(c) and None for _, c in jobs])
+        # Parse included (the reply is new): the evidence check's share is this less parse.
+        evidence_per_s = timed("evidence", lambda jobs: [t.evidence_report(c.strip()) and None for t, c in jobs])
 
-        async def mismatches() -> int:
-            bad = 0  # separate task objects, so neither side reads the other's memo
+        async def mismatches() -> tuple[int, int]:
+            bad_scores = bad_rows = 0  # separate task objects, so neither side reads the other's memo
             for (task, completion), (twin, _) in zip(fresh("check")[:500], fresh("check")[:500]):
                 expected = await score_completion(task, completion)
                 got = twin.fast_score(completion)
-                bad += got is None or got != expected or list(got[0]) != list(expected[0])
-            return bad
+                bad_scores += got is None or got != expected or list(got[0]) != list(expected[0])
+            jobs, twins = fresh("check-rows")[:500], fresh("check-rows")[:500]
+            for got, want in zip(await rows(jobs), await rows(twins, shortcut=False)):
+                bad_rows += json.dumps(got, default=str) != json.dumps(want, default=str)
+            return bad_scores, bad_rows
 
-        fast_mismatches = asyncio.run(mismatches())
+        fast_mismatches, row_mismatches = asyncio.run(mismatches())
     finally:
         os.sched_setaffinity(0, allowed)
-    us = {k: 1e6 / v for k, v in (("full", full_per_s), ("trace", trace_per_s), ("rewards", rewards_per_s))}
+    us = {
+        k: 1e6 / v
+        for k, v in (
+            ("row", row_per_s),
+            ("row_full", row_full_per_s),
+            ("full", full_per_s),
+            ("trace", trace_per_s),
+            ("rewards", rewards_per_s),
+            ("fast", fast_per_s),
+            ("parse", parse_per_s),
+            ("evidence", evidence_per_s),
+        )
+    }
     return {
         "rollouts": n,
         "cpu": cpu,
         "target_per_s": E4_TARGET_PER_S,
+        "score_row_per_s": round(row_per_s),
+        "score_row_meets_target": row_per_s >= E4_TARGET_PER_S,
+        "score_row_full_per_s": round(row_full_per_s),
+        "score_row_mismatches": row_mismatches,
         "full_per_s": round(full_per_s),
         "full_meets_target": full_per_s >= E4_TARGET_PER_S,
         "rewards_per_s": round(rewards_per_s),
         "rewards_meets_target": rewards_per_s >= E4_TARGET_PER_S,
         "trace_per_s": round(trace_per_s),
-        "score_row_per_s": round(row_per_s),
         "fast_score_per_s": round(fast_per_s),
         "fast_score_meets_target": fast_per_s >= E4_TARGET_PER_S,
         "fast_score_mismatches": fast_mismatches,
-        # (a) per rollout split: trace construction, verifiers' task.score bookkeeping
-        # (what is left of (a) after the trace and the rewards), the rewards themselves
         "us_per_rollout": {
+            # the full path split: trace construction, verifiers' task.score bookkeeping
+            # (what is left after the trace and the rewards), the rewards themselves
             "full": round(us["full"], 1),
             "trace": round(us["trace"], 1),
             "verifiers_score_overhead": round(us["full"] - us["trace"] - us["rewards"], 1),
             "rewards": round(us["rewards"], 1),
+            # the row path the pipeline runs, split (each part timed on its own fresh tasks)
+            "score_row": {
+                "total": round(us["row"], 1),
+                "parse": round(us["parse"], 1),
+                "evidence_check": round(us["evidence"] - us["parse"], 1),
+                "other_rewards_and_weights": round(us["fast"] - us["evidence"], 1),
+                "runner_row": round(us["row"] - us["fast"], 1),
+            },
+            "score_row_full": round(us["row_full"], 1),
         },
     }
 

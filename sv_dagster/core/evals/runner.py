@@ -64,6 +64,21 @@ async def score_completion(
     return scores, weights, trace.reward
 
 
+def _shortcut_scores(task: Any, completion: str, turns: list[dict[str, Any]] | None) -> tuple[dict, dict, float] | None:
+    """`score_completion`'s numbers from the task's own `fast_score(completion)`, where the
+    task offers one, for a single reply with no turns before it (what such a shortcut
+    models); None sends the row the full way. Verifiers' trace bookkeeping costs several
+    times what E4's rewards do. A shortcut that fails is not trusted: the full path then
+    decides what the row records."""
+    fast = getattr(task, "fast_score", None)
+    if not callable(fast) or turns or is_dialogue(task):
+        return None
+    try:
+        return fast(completion)
+    except Exception:
+        return None
+
+
 class _ResultsWriter:
     """Appends one line per example and flushes it, so a killed run keeps what finished."""
 
@@ -304,17 +319,28 @@ async def withhold_unsafe(task: Any, row: dict[str, Any]) -> None:
 
 
 async def score_row(
-    row: dict[str, Any], task: vf.Task, completion: str, parse: Callable[[str], Any] | None, model: str | None
+    row: dict[str, Any],
+    task: vf.Task,
+    completion: str,
+    parse: Callable[[str], Any] | None,
+    model: str | None,
+    *,
+    shortcut: bool = True,
 ) -> str:
     """Fill `row`'s parsed answer, rewards and total for `completion`; a scoring failure is
-    recorded on the row (the completion we paid for is kept). Returns the outcome."""
+    recorded on the row (the completion we paid for is kept). Returns the outcome. The
+    numbers come from the task's `fast_score` where it offers one (see `_shortcut_scores`);
+    `shortcut=False` always scores through verifiers (the reference the shortcut must equal)."""
     try:
         if parse is not None:
             parsed = parse(completion)
             row["parsed"] = parsed.to_dict() if hasattr(parsed, "to_dict") else parsed
         # Refusals are their own column, not just a wrong answer (they are scored all the same).
         row["refusal"] = is_refusal(completion, row.get("parsed"))
-        scores, weights, total = await score_completion(task, completion, model, row.get("turns"))
+        scored = _shortcut_scores(task, completion, row.get("turns")) if shortcut else None
+        if scored is None:
+            scored = await score_completion(task, completion, model, row.get("turns"))
+        scores, weights, total = scored
     except Exception as exc:  # a verifier bug must not lose the example
         row.update(
             rewards=None,
