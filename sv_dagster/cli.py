@@ -275,21 +275,30 @@ def _known_job(defs, job_name: str):
     return defs.resolve_job_def(job_name)
 
 
+DEMO_PHASES = 3
+
+
 def run_demo(job_name: str, verbose: bool = False) -> int:
     import dagster as dg
 
     from sv_dagster.definitions import build_definitions
 
     started = time.perf_counter()
+    full = job_name == "demo"
+    if full:  # loading the definitions takes seconds: say what is coming before it
+        print(f"demo 1/{DEMO_PHASES}: corpora, datasets, evals, tournament and reports (job demo)", flush=True)
     defs = build_definitions()
     job = _known_job(defs, job_name)
     result = _console_job(job, verbose).execute_in_process(
         instance=_instance(), run_config=console_logs(verbose), raise_on_error=False, tags=owner_tags()
     )
     code = _report(result, job_name, started)
-    if job_name == "demo" and code == 0:  # the synthetic batches are daily partitions: a run of their own
+    if full and code == 0:  # the synthetic batches are daily partitions: a run of their own
         from sv_dagster.jobs.synthetic import DEMO_PARTITION, SYNTHETIC_JOB, run_synthetic_demo
 
+        print(
+            f"\ndemo 2/{DEMO_PHASES}: synthetic batches, partition {DEMO_PARTITION} (job {SYNTHETIC_JOB})", flush=True
+        )
         ok, text = run_synthetic_demo(
             dg.DagsterInstance.get(),
             _console_job(defs.resolve_job_def(SYNTHETIC_JOB), verbose),
@@ -298,11 +307,15 @@ def run_demo(job_name: str, verbose: bool = False) -> int:
         )
         print(text)
         code = 0 if ok else 1
-    if job_name == "demo" and code == 0:  # then the training chains configs mark `demo: true` (E1's)
+    if full and code == 0:  # then the training chains configs mark `demo: true` (E1's)
         from sv_dagster.training import catalog
 
-        for env_short in (env for env in catalog.training_envs() if catalog.training_config(env).demo):
+        chains = [env for env in catalog.training_envs() if catalog.training_config(env).demo]
+        print(f"\ndemo 3/{DEMO_PHASES}: training chains {', '.join(f'rlft_{env}' for env in chains)}", flush=True)
+        for env_short in chains:
             code = code or run_training_demo(env_short, verbose)
+    if full and code == 0:
+        print(f"\ndemo finished in {time.perf_counter() - started:.0f} s")
     return code
 
 

@@ -32,3 +32,8 @@ def artifact_dir(context: dg.AssetExecutionContext, *parts: str) -> Path:
 
 def write_json(path: Path, data: dict[str, Any]) -> Path:
     return write_redacted(path, json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+
+
+LONG_WORK_ROWS = 50_000
+"""Row count from which curating or checking data says on the console that it has started:
+a million rows take tens of seconds (bench/results, curation), a sample a few milliseconds."""

@@ -5,6 +5,7 @@ registry entry."""
 from __future__ import annotations
 
 import json
+import time
 from datetime import UTC, datetime
 
 import dagster as dg
@@ -73,9 +74,16 @@ def build_corpus_asset(spec: SourceSpec) -> dg.AssetsDefinition:
     def corpus(context: dg.AssetExecutionContext, config: CorpusConfig) -> Artifact:
         try:
             location = resolve_location(spec, config.source, config.revision)
+            started = time.perf_counter()
+            if not location.sample:  # a download or a large file: say so before it starts
+                context.log.info(f"corpus/{spec.id}: reading {location.describe()} ({location.chosen_by})")
             loaded = load_corpus(spec, location, cache_dir=corpus_cache_dir(spec.id), max_rows=config.max_rows)
         except (CorpusError, SourceRegistryError) as exc:
             raise dg.Failure(description=str(exc)) from exc
+        if not location.sample:
+            context.log.info(
+                f"corpus/{spec.id}: {len(loaded.frame):,} rows read in {time.perf_counter() - started:.1f} s"
+            )
         out = artifact_dir(context, "corpora", spec.id)
         rows = out / "rows.parquet"
         write_table(loaded.frame, rows)

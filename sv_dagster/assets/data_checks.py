@@ -6,10 +6,14 @@ check's metadata. The suites themselves are plain functions in `sv_dagster.core.
 from __future__ import annotations
 
 import json
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import dagster as dg
 import pandas as pd
 
+from sv_dagster.assets.common import LONG_WORK_ROWS
 from sv_dagster.core.data.corpora import SourceSpec
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.instance import local_artifact_path
@@ -36,6 +40,18 @@ def check_result(result) -> dg.AssetCheckResult:
     )
 
 
+@contextmanager
+def _announced(context, name: str, n_rows: int) -> Iterator[None]:
+    """A suite over many rows runs for a minute: say when it starts and how long it took."""
+    if n_rows < LONG_WORK_ROWS:
+        yield
+        return
+    context.log.info(f"{name}: checking {n_rows:,} rows with Great Expectations")
+    started = time.perf_counter()
+    yield
+    context.log.info(f"{name}: Great Expectations suite done in {time.perf_counter() - started:.1f} s")
+
+
 def _latest_dir(context, key: dg.AssetKey):
     entry = context.instance.get_latest_materialization_event(key)
     if entry is None or entry.asset_materialization is None:
@@ -60,14 +76,14 @@ def build_corpus_check(spec: SourceSpec) -> dg.AssetChecksDefinition:
         folder = _latest_dir(context, key)
         facts = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
         frame = pd.read_parquet(folder / "rows.parquet")
-        return check_result(
-            corpus_suite(
+        with _announced(context, f"corpus/{spec.id}", len(frame)):
+            result = corpus_suite(
                 spec,
                 frame,
                 n_malformed=int(facts.get("n_malformed", 0)),
                 malformed_examples=list(facts.get("malformed_examples") or []),
             )
-        )
+        return check_result(result)
 
     return corpus_check
 
@@ -90,6 +106,8 @@ def build_dataset_check(env: EnvSpec) -> dg.AssetChecksDefinition:
         folder = _latest_dir(context, key)
         report = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
         files = {name: folder / file for name, file in report["files"].items() if name != "rejects"}
-        return check_result(dataset_suite(env.short, files, report))
+        with _announced(context, f"dataset/{env.short}", sum(report["split_sizes"].values())):
+            result = dataset_suite(env.short, files, report)
+        return check_result(result)
 
     return dataset_check

@@ -4,11 +4,13 @@ see `sv_dagster.assets.data_checks`)."""
 
 from __future__ import annotations
 
+import time
+
 import dagster as dg
 import pandas as pd
 from pydantic import Field
 
-from sv_dagster.assets.common import artifact_dir, write_json
+from sv_dagster.assets.common import LONG_WORK_ROWS, artifact_dir, write_json
 from sv_dagster.assets.corpora import build_corpus_assets
 from sv_dagster.assets.data_checks import build_corpus_check, build_dataset_check
 from sv_dagster.assets.recipe import Artifact, provenance_asset
@@ -83,6 +85,9 @@ def build_dataset_asset(env: EnvSpec, sources: list[SourceSpec]) -> dg.AssetsDef
             for spec in sources
         ]
         out = artifact_dir(context, "datasets", env.short)
+        n_rows, started = sum(len(i.frame) for i in inputs), time.perf_counter()
+        if n_rows >= LONG_WORK_ROWS:
+            context.log.info(f"dataset/{env.short}: curating {n_rows:,} corpus rows from {len(inputs)} corpora")
         build = build_dataset(
             env.short,
             inputs,
@@ -92,6 +97,11 @@ def build_dataset_asset(env: EnvSpec, sources: list[SourceSpec]) -> dg.AssetsDef
             test_source=test_source,
         )
         write_json(out / "metadata.json", build.report)
+        if n_rows >= LONG_WORK_ROWS:
+            context.log.info(
+                f"dataset/{env.short}: curated in {time.perf_counter() - started:.1f} s, "
+                f"splits {build.report['split_sizes']}"
+            )
         for reject in build.rejects[:20]:
             context.log.warning(
                 f"dataset/{env.short}: {reject['source']} row {reject['ref']} left out: {reject['reason']}"

@@ -351,6 +351,11 @@ class _Run:
         return the record `finish` writes beside them (without renaming yet)."""
         if self.resume_from:
             self.report("log", {"message": f"resuming {self.spec.stage} from {self.resume_from}"})
+        from transformers import PrinterCallback
+
+        # Our Stream callback reports each logged step as a progress line; the Trainer's own
+        # printer would repeat it on stdout as a raw metrics dict.
+        trainer.remove_callback(PrinterCallback)
         result = trainer.train(resume_from_checkpoint=self.resume_from)
         if wall.exceeded_at is not None:
             step, total = wall.exceeded_at

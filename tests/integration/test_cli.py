@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -51,6 +52,11 @@ def test_demo_prints_metrics_and_artifact_paths(full_demo):
     proc = full_demo.proc  # `sv-dagster demo` in a fresh outputs root and instance
     assert proc.returncode == 0, proc.stderr[-4000:]
     out = proc.stdout
+    # The phases are announced as they start, the first before the definitions load.
+    assert out.startswith("demo 1/3: corpora, datasets, evals")
+    phases = [line for line in out.splitlines() if line.startswith("demo ")]
+    assert [line.split(":")[0] for line in phases[:3]] == ["demo 1/3", "demo 2/3", "demo 3/3"]
+    assert "training chains rlft_e1" in phases[2] and re.fullmatch(r"demo finished in \d+ s", phases[3])
     assert "bundled SAMPLE" in out
     header = next(line for line in out.splitlines() if line.startswith("model"))
     for column in ("accuracy", "ECE", "cost-wtd acc"):

@@ -4,6 +4,8 @@ checks; a broken corpus blocks what depends on it; malformed rows are recorded, 
 from __future__ import annotations
 
 import json
+import logging
+import re
 from pathlib import Path
 
 import dagster as dg
@@ -173,6 +175,34 @@ def test_malformed_rows_are_recorded_with_file_and_line_and_the_run_goes_on(tmp_
     assert {"source": "iot23", "ref": f"{copy}:6", "reason": "unusable label 'Suspicious'"} in rejects
     assert dataset["sample"].value is True and dataset["sample_inputs"].value == ["cicids2017", "unsw_nb15"]
     assert "eval/e1/heuristic" in materialized(result)
+
+
+def test_long_data_work_says_when_it_starts_and_how_long_it_took(tmp_path, monkeypatch):
+    """Reading a real source, curating and checking many rows print progress lines; the
+    row threshold is lowered so the bundled rows count as many."""
+    import sv_dagster.assets.data_checks as data_checks
+    import sv_dagster.assets.datasets as datasets
+
+    instance = isolate(monkeypatch, tmp_path)
+    monkeypatch.setattr(datasets, "LONG_WORK_ROWS", 1)
+    monkeypatch.setattr(data_checks, "LONG_WORK_ROWS", 1)
+    copy = tmp_path / "flows.jsonl"
+    copy.write_text(load_sources()["iot23"].sample["train"].read_text())
+    monkeypatch.setenv("SV_SOURCE_IOT23", str(copy))
+    keys = ["corpus/iot23", "corpus/cicids2017", "corpus/unsw_nb15", "dataset/e1"]
+    result = run(build_definitions(), keys, instance)
+    assert result.success
+    lines = [e.user_message for e in instance.all_logs(result.run_id) if e.level == logging.INFO]
+    assert f"corpus/iot23: reading {copy} (SV_SOURCE_IOT23)" in lines
+    assert any(re.fullmatch(r"corpus/iot23: [\d,]+ rows read in [\d.]+ s", line) for line in lines)
+    # A bundled sample says it is one (a warning), and no reading line.
+    assert not any(line.startswith("corpus/cicids2017: reading") for line in lines)
+    curating = next(line for line in lines if line.startswith("dataset/e1: curating "))
+    assert re.fullmatch(r"dataset/e1: curating [\d,]+ corpus rows from 3 corpora", curating)
+    assert any(re.fullmatch(r"dataset/e1: curated in [\d.]+ s, splits \{.*'test': \d+.*\}", line) for line in lines)
+    for name in ("corpus/iot23", "dataset/e1"):
+        assert any(re.fullmatch(rf"{name}: checking [\d,]+ rows with Great Expectations", line) for line in lines)
+        assert any(re.fullmatch(rf"{name}: Great Expectations suite done in [\d.]+ s", line) for line in lines)
 
 
 def test_a_bad_dataset_config_fails_before_any_work(offline):
