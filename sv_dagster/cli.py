@@ -452,8 +452,10 @@ def run_eval_command(
     The dataset is built first, as a run of its own, when it has never been materialized, when
     `dataset_file` is given (dataset/<env> from that file, unless the latest one is already
     that file with these bytes) and when the latest was built from a user's file but none is
-    given now (the normal one is rebuilt: a user's rows are never evaluated unasked). Split
-    and N are then checked against the built dataset before the eval run starts."""
+    given now (the normal one is rebuilt: a user's rows are never evaluated unasked), and,
+    with the corpora it reads, when one of them would now be read from other data (a
+    `SV_SOURCE_<ID>` set or changed, or its file's bytes changed). Split and N are then
+    checked against the built dataset before the eval run starts."""
     import dagster as dg
 
     from sv_dagster.assets.evals import eval_asset_key
@@ -485,8 +487,12 @@ def run_eval_command(
         )
     dataset_key = dg.AssetKey(["dataset", env.short])
     dataset = instance.get_latest_materialization_event(dataset_key)
-    if _dataset_stale(dataset, user):
-        code = _build_dataset(defs, instance, dataset_key, user, verbose, started)
+    corpora = _corpora_to_build(defs, instance, dataset_key)
+    changed = {key: why for key, why in corpora.items() if why is not None} if user is None else {}
+    for why in changed.values():
+        print(f"{why}: building it and dataset/{env.short} again", file=sys.stderr)
+    if _dataset_stale(dataset, user) or changed:
+        code = _build_dataset(defs, instance, dataset_key, list(corpora), user, verbose, started)
         if code:
             return code
         dataset = instance.get_latest_materialization_event(dataset_key)
@@ -516,7 +522,8 @@ def run_eval_command(
         raise_on_error=False,
         tags={"sv/env": env.short, "sv/trigger": "eval-command", **owner_tags()},
     )
-    return _report(result, f"eval {env_short} ({', '.join(models)})", started, data_note=_user_file_note(dataset))
+    note = _user_file_note(dataset) or _corpus_file_note(instance, dataset)
+    return _report(result, f"eval {env_short} ({', '.join(models)})", started, data_note=note)
 
 
 def _metadata_text(metadata, key: str) -> str | None:
@@ -537,15 +544,67 @@ def _dataset_stale(dataset, user) -> bool:
     return built_from != str(user.path) or _metadata_text(metadata, "user_file_sha256") != user.sha256
 
 
-def _build_dataset(defs, instance, dataset_key, user, verbose: bool, started: float) -> int:
-    """dataset/<env> (with any corpus it reads that was never built) as a run of its own, from
-    the user's file when one is given; 0, or the failed run's report's exit status."""
+def _corpora_to_build(defs, instance, dataset_key) -> dict[Any, str | None]:
+    """The corpora of dataset/<env> to build before it: never built (reason None), or built
+    from other data than their source names now (`source_change`: a `SV_SOURCE_<ID>` set or
+    changed, or a local file's bytes changed), so an eval never scores a file's older rows."""
+    from sv_dagster.core.data.corpora import load_sources, source_change
+    from sv_dagster.instance.lineage import metadata_value
+
+    sources = load_sources()
+    todo: dict[Any, str | None] = {}
+    for key in defs.resolve_asset_graph().get(dataset_key).parent_keys:
+        event = instance.get_latest_materialization_event(key)
+        if event is None:
+            todo[key] = None
+            continue
+        spec = sources.get(key.path[-1])
+        if key.path[0] != "corpus" or spec is None:
+            continue
+        metadata = event.asset_materialization.metadata
+        recorded = {name: metadata_value(metadata, name) for name in ("sample", "location", "files")}
+        why = source_change(spec, recorded)
+        if why is not None:
+            todo[key] = why
+    return todo
+
+
+def _corpus_file_note(instance, dataset) -> str | None:
+    """The DATA line when a test split drawn from corpus rows includes a corpus read from a
+    file or download (`SV_SOURCE_<ID>`, `SV_CORPORA=online`): which source, which bytes."""
+    import dagster as dg
+
+    from sv_dagster.instance.lineage import metadata_value
+
+    report_path = Path(dataset.asset_materialization.metadata["artifact_path"].value) / "metadata.json"
+    if not report_path.exists():
+        return None
+    report = json.loads(report_path.read_text())
+    if report.get("test_source") != "corpora":
+        return None  # the bundled task set is the test split: the SAMPLE line says so
+    real, samples = [], []
+    for source_id, facts in (report.get("corpora") or {}).items():
+        if facts.get("sample"):
+            samples.append(source_id)
+            continue
+        event = instance.get_latest_materialization_event(dg.AssetKey(["corpus", source_id]))
+        metadata = event.asset_materialization.metadata if event is not None else {}
+        files = metadata_value(metadata, "files") or []
+        hashes = ", ".join(str(f["sha256"])[:12] for f in files if isinstance(f, dict) and f.get("sha256"))
+        where = metadata_value(metadata, "location") or "?"
+        real.append(f"{source_id} from {where}" + (f" (sha256 {hashes})" if hashes else ""))
+    if not real:
+        return None
+    note = "corpus rows of " + "; ".join(real)
+    return note + (f"; bundled SAMPLE rows of {', '.join(samples)}" if samples else "")
+
+
+def _build_dataset(defs, instance, dataset_key, corpora: list, user, verbose: bool, started: float) -> int:
+    """dataset/<env> (with `corpora`: those never built or built from other data) as a run of
+    its own, from the user's file when one is given; 0, or the failed run's report's exit status."""
     import dagster as dg
 
     graph = defs.resolve_asset_graph()
-    corpora = [
-        key for key in graph.get(dataset_key).parent_keys if instance.get_latest_materialization_event(key) is None
-    ]
     selection = dg.AssetSelection.assets(dataset_key, *corpora)
     config = {"user_file": str(user.path)} if user is not None else {}
     run_config = {**console_logs(verbose), "ops": {"__".join(dataset_key.path): {"config": config}}}

@@ -18,6 +18,7 @@ from sv_dagster.core.data.corpora import SourceSpec, load_sources, sources_for
 from sv_dagster.core.data.corpora.build import (
     CorpusInput,
     DatasetConfigError,
+    NoUsableRowsError,
     build_dataset,
     build_user_dataset,
     check_config,
@@ -88,14 +89,17 @@ def build_dataset_asset(env: EnvSpec, sources: list[SourceSpec]) -> dg.AssetsDef
         n_rows, started = sum(len(i.frame) for i in inputs), time.perf_counter()
         if n_rows >= LONG_WORK_ROWS:
             context.log.info(f"dataset/{env.short}: curating {n_rows:,} corpus rows from {len(inputs)} corpora")
-        build = build_dataset(
-            env.short,
-            inputs,
-            out,
-            dev_frac=config.dev_frac,
-            test_frac=config.test_frac,
-            test_source=test_source,
-        )
+        try:
+            build = build_dataset(
+                env.short,
+                inputs,
+                out,
+                dev_frac=config.dev_frac,
+                test_frac=config.test_frac,
+                test_source=test_source,
+            )
+        except NoUsableRowsError as exc:
+            raise dg.Failure(description=str(exc)) from exc
         write_json(out / "metadata.json", build.report)
         if n_rows >= LONG_WORK_ROWS:
             context.log.info(

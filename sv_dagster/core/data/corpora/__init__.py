@@ -7,7 +7,14 @@ from __future__ import annotations
 from pathlib import Path
 
 from sv_dagster.core.artifacts.paths import outputs_root
-from sv_dagster.core.data.corpora.loaders import LOADER_VERSION, CorpusInfo, LoadedCorpus, download, load_corpus
+from sv_dagster.core.data.corpora.loaders import (
+    LOADER_VERSION,
+    CorpusInfo,
+    LoadedCorpus,
+    download,
+    load_corpus,
+    source_change,
+)
 from sv_dagster.core.data.corpora.readers import CorpusError
 from sv_dagster.core.data.corpora.registry import (
     Location,
@@ -58,6 +65,7 @@ __all__ = [
     "load_source",
     "load_sources",
     "resolve_location",
+    "source_change",
     "sources_for",
     "sources_path",
 ]

@@ -145,6 +145,19 @@ def build_user_dataset(env: str, user: UserRows, out: Path) -> DatasetBuild:
     return DatasetBuild(files, report, rejects, balance_table(labels))
 
 
+class NoUsableRowsError(ValueError):
+    """A corpus read from real data (a file, a download) of which no row became an item: the
+    dataset is not built from the other corpora in its place."""
+
+
+def _no_usable_rows(env: str, corpus: CorpusInput, result: Normalised) -> str:
+    first = f"; first: {result.rejects[0]['ref']}: {result.rejects[0]['reason']}" if result.rejects else ""
+    return (
+        f"dataset/{env}: corpus {corpus.spec.id} has no usable row ({len(corpus.frame)} read, "
+        f"{len(result.rejects)} rejected{first}); nothing is built from the other corpora in its place"
+    )
+
+
 def build_dataset(
     env: str,
     corpora: list[CorpusInput],
@@ -164,6 +177,9 @@ def build_dataset(
     parts: list[tuple[SourceSpec, Normalised]] = []
     for corpus in corpora:
         result = normalise(corpus.spec, corpus.frame, env)
+        usable = len(result.flows) if result.flows is not None else len(result.items)
+        if not corpus.sample and not usable and not result.n_filtered:
+            raise NoUsableRowsError(_no_usable_rows(env, corpus, result))
         rejects.extend(result.rejects)
         filtered[corpus.spec.id] = result.n_filtered
         parts.append((corpus.spec, result))

