@@ -1,7 +1,8 @@
-"""Training as Dagster assets, run for real on CPU: `dagster job execute -j rlft_e1` exactly
-as written (SFT -> GRPO -> safety review -> evals, training in its own process through
-Pipes), the human sign-off that promotes the reviewed checkpoint, a failed review that
-blocks the chain, a training process that dies, stage 2, co-training and an ablation."""
+"""Training as Dagster assets, run for real on CPU: the chain `make demo` trains as written
+(SFT -> GRPO -> safety review -> evals, training in its own process through Pipes; the
+session's one demo run), the same chain through `dagster job execute -j rlft_e1`, the human
+sign-off that promotes the reviewed checkpoint, a failed review that blocks the chain, a
+training process that dies, stage 2, co-training and an ablation."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from sv_dagster.jobs.synthetic import DEMO_PARTITION
 from tests.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
@@ -30,7 +32,6 @@ E1_CHAIN = [
     "eval/e1/tiny_e1_rlft1",
 ]
 FAST = '{"grpo": {"max_steps": 4}}'
-PARTITION = "2026-11-20"  # a day of synthetic/e1 batches (daily partitions from 2026-11-01)
 
 
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
@@ -52,43 +53,33 @@ def latest(instance: dg.DagsterInstance, path: str):
     return instance.get_latest_materialization_event(key(path))
 
 
-def run_job(name: str, run_config: dict | None = None):
+def run_job(name: str, run_config: dict | None = None, only: list[str] | None = None):
+    """Job `name` in-process; `only`: just those of its assets, with the job's config for them
+    (a subset of a job keeps the job's config for every op, which then fails to validate)."""
     from sv_dagster.definitions import build_definitions
 
-    return (
-        build_definitions()
-        .resolve_job_def(name)
-        .execute_in_process(instance=dg.DagsterInstance.get(), run_config=run_config or {}, raise_on_error=False)
-    )
+    defs = build_definitions()
+    job = defs.resolve_job_def(name)
+    if only:
+        ops = (job.run_config or {}).get("ops", {})
+        keys = {key(path) for path in only}
+        run_config = {"ops": {"__".join(k.path): ops["__".join(k.path)] for k in keys if "__".join(k.path) in ops}}
+        job = defs.resolve_implicit_global_asset_job_def().get_subset(asset_selection=keys)
+    return job.execute_in_process(instance=dg.DagsterInstance.get(), run_config=run_config or {}, raise_on_error=False)
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory) -> dict[str, Path]:
-    """`dagster job execute -j rlft_e1`, as written, in a fresh instance and outputs root."""
-    root = tmp_path_factory.mktemp("rlft")
-    home, outputs = root / "dagster_home", root / "outputs"
-    home.mkdir()
-    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
-    env = {**os.environ, "DAGSTER_HOME": str(home), "SV_OUTPUTS_DIR": str(outputs), "WANDB_API_KEY": ""}
-    env.pop("DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME", None)  # the venv's .pth supplies it, as for a user
-    env.pop("SV_TRAINING_PROFILE", None)
-    # As in `make demo`: a day's synthetic E1 batch first, then the chain (sft_data reads the batch).
-    batch = cli(
-        "dagster",
-        "asset",
-        "materialize",
-        "-m",
-        "sv_dagster.definitions",
-        "--select",
-        "synthetic/e1",
-        "--partition",
-        PARTITION,
-        env=env,
-    )
-    assert batch.returncode == 0, (batch.stdout + batch.stderr)[-6000:]
-    proc = cli("dagster", "job", "execute", "-j", "rlft_e1", env=env)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
-    return {"home": home, "outputs": outputs, "root": root, "log": proc.stdout + proc.stderr}
+def trained(full_demo) -> dict[str, Path]:
+    """The session's `sv-dagster demo`: it trains the E1 chain as written (a day's synthetic
+    batch, then `rlft_e1`), so its instance and outputs root serve this module."""
+    assert full_demo.proc.returncode == 0, full_demo.proc.stderr[-6000:]
+    root = full_demo.root
+    return {
+        "home": root / "dagster_home",
+        "outputs": root / "outputs",
+        "root": root,
+        "log": full_demo.proc.stdout + full_demo.proc.stderr,
+    }
 
 
 @pytest.fixture
@@ -128,6 +119,8 @@ def test_rlft_e1_runs_the_chain_and_keeps_everything_beside_the_weights(trained,
         re.fullmatch(r"grpo e1: step (\d+)/\1 \(100%\), loss -?[\d.]+, reward -?[\d.]+, [\d.]+ s/step", m)
         for m in messages
     ), messages  # the step line a person reads
+    assert "{'loss'" not in trained["log"]  # and not the Trainer's raw metrics dicts beside it
+    assert re.search(r" - grpo e1: step \d+/\d+ \(\d+%\), loss ", trained["log"])  # the console too
     # Offline W&B: the run is on disk under the outputs root, nothing needed a key.
     assert list((trained["outputs"] / "wandb").rglob("offline-run-*"))
     # Each checkpoint's eval scored that checkpoint, on the held-out test split.
@@ -158,7 +151,7 @@ def test_sft_data_trains_on_the_synthetic_batch_minus_what_a_reviewer_rejected(t
     env = {**os.environ, "DAGSTER_HOME": str(trained["home"]), "SV_OUTPUTS_DIR": str(trained["outputs"])}
     first = latest(instance_of, "sft_data/e1").asset_materialization.metadata
     batch = json.loads((Path(first["artifact_path"].value) / "metadata.json").read_text())["synthetic"]
-    assert batch["partition"] == PARTITION and batch["n_rows"] > 1000 and batch["n_excluded"] == 0
+    assert batch["partition"] == DEMO_PARTITION and batch["n_rows"] > 1000 and batch["n_excluded"] == 0
     rejected = json.loads(Path(batch["path"]).read_text().splitlines()[0])["id"]
     review = cli(
         "sv-dagster",
@@ -166,7 +159,7 @@ def test_sft_data_trains_on_the_synthetic_batch_minus_what_a_reviewer_rejected(t
         "synthetic",
         "e1",
         "--partition",
-        PARTITION,
+        DEMO_PARTITION,
         "--reviewer",
         "bob",
         "--verdict",
@@ -209,8 +202,10 @@ def test_lineage_of_a_trained_models_eval_reaches_the_corpus(trained, instance_o
 def test_a_human_signoff_promotes_and_sweeps_evaluate_the_promoted_checkpoint(trained, instance_of):
     env = {**os.environ, "DAGSTER_HOME": str(trained["home"]), "SV_OUTPUTS_DIR": str(trained["outputs"])}
     assert latest(instance_of, "checkpoint/e1/promoted") is None
-    # Until one is promoted, the promoted model's eval is skipped, not failed.
-    skipped = run_job("nightly_regression")
+    # Until one is promoted, the promoted model's eval is skipped, not failed. (The nightly job's
+    # other assets, all six environments' evals, are tested in test_program.)
+    promoted_eval = ["eval/e1/tiny_e1_promoted"]
+    skipped = run_job("nightly_regression", only=promoted_eval)
     assert skipped.success and latest(instance_of, "eval/e1/tiny_e1_promoted") is None
 
     rejected = cli(
@@ -234,7 +229,7 @@ def test_a_human_signoff_promotes_and_sweeps_evaluate_the_promoted_checkpoint(tr
     lineage = cli("sv-dagster", "lineage", "checkpoint/e1/promoted", "--json", env=env)
     assert "safety_signoff/e1" in lineage.stdout and "safety_review/e1/rlft_stage1" in lineage.stdout
 
-    nightly = run_job("nightly_regression")
+    nightly = run_job("nightly_regression", only=promoted_eval)
     assert nightly.success
     scored = latest(instance_of, "eval/e1/tiny_e1_promoted").asset_materialization.metadata
     assert scored["checkpoint_path"].value == promoted["checkpoint_path"].value
@@ -388,3 +383,29 @@ def test_a_checkpoint_folder_is_a_registry_edit_away_from_an_eval(trained, insta
 
     mine, sft = completions("eval/e1/my_checkpoint"), completions("eval/e1/tiny_e1_sft")
     assert len(mine) == 10 and all(mine[example] == sft[example] for example in mine)  # same weights, greedy
+
+
+def test_dagster_job_execute_runs_the_chain_from_the_cli(trained, instance_of, tmp_path):
+    """The same chain as a user starts it from a shell (multiprocess executor), with fewer steps."""
+    config = tmp_path / "quick.yaml"
+    ops = {
+        "checkpoint__e1__sft": {"config": {"overrides": '{"sft": {"epochs": 0.1}}'}},
+        "checkpoint__e1__rlft_stage1": {"config": {"overrides": FAST}},
+    }
+    config.write_text(json.dumps({"ops": ops}))  # YAML is a superset of JSON
+    env = {**os.environ, "DAGSTER_HOME": str(trained["home"]), "SV_OUTPUTS_DIR": str(trained["outputs"])}
+    env.pop("DAGSTER_CLI_JOB_EXECUTE_MODULE_NAME", None)  # the venv's .pth supplies it, as for a user
+    before = latest(instance_of, "eval/e1/tiny_e1_rlft1").run_id
+    proc = cli("dagster", "job", "execute", "-j", "rlft_e1", "-c", str(config), env=env)
+    log = proc.stdout + proc.stderr
+    assert proc.returncode == 0, log[-6000:]
+    run_id = latest(instance_of, "eval/e1/tiny_e1_rlft1").run_id
+    assert run_id != before and run_id in log
+    for path in E1_CHAIN[1:]:
+        assert latest(instance_of, path).run_id == run_id, path
+    record = Path(
+        latest(instance_of, "checkpoint/e1/rlft_stage1").asset_materialization.metadata["checkpoint_path"].value
+    )
+    assert json.loads((record / "checkpoint.json").read_text())["steps"] == 4
+    assert re.search(r"grpo e1: step 4/4 \(100%\), (mean )?loss -?[\d.]+, reward -?[\d.]+, [\d.]+ s/step", log)
+    assert "{'loss'" not in log and "eval/e1/tiny_e1_rlft1: wrote " in log

@@ -63,4 +63,5 @@ def run_full_demo(root: Path, repo_root: Path) -> FullDemo:
     }
     cli = str(Path(sys.executable).parent / "sv-dagster")
     proc = subprocess.run([cli, "demo"], cwd=repo_root, env=environ, capture_output=True, text=True, timeout=1200)
+    (root / "demo-stdout.txt").write_text(proc.stdout)  # kept for a person reading a failed run
     return FullDemo(proc=proc, root=root, keys=keys, environ=environ)
