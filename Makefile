@@ -57,8 +57,10 @@ $(STAMP): requirements.lock pyproject.toml environments/*/pyproject.toml
 demo: setup
 	$(BIN)/sv-dagster demo
 
+# Two pytest-xdist workers, one per core; tests/conftest.py keeps each module on one worker.
+TEST_WORKERS ?= 2
 test: setup lint
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 # Formatting, lint and the import layering (pyproject: [tool.ruff], [tool.importlinter]).
 lint: setup

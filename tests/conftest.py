@@ -62,3 +62,43 @@ def full_demo(tmp_path_factory: pytest.TempPathFactory):
     from tests.support.full_demo import run_full_demo
 
     return run_full_demo(tmp_path_factory.mktemp("full-demo"), REPO_ROOT)
+
+
+# The modules that read the session's one demo (`full_demo`). Under pytest-xdist they run on
+# one worker, so the demo runs once; collection fails if another module asks for it unlisted.
+SHARED_DEMO_MODULES = (
+    "tests/integration/test_cli.py",
+    "tests/integration/test_security_scan.py",
+    "tests/integration/test_training_pipeline.py",
+)
+SHARED_DEMO_GROUP = "full_demo"
+
+
+def _module_path(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The demo's modules go first: on one worker they are the longest unit of work."""
+    unlisted = sorted(
+        {_module_path(item) for item in items if "full_demo" in item.fixturenames} - set(SHARED_DEMO_MODULES)
+    )
+    if unlisted:
+        raise pytest.UsageError(f"tests/conftest.py: add {', '.join(unlisted)} to SHARED_DEMO_MODULES (uses full_demo)")
+    items.sort(key=lambda item: _module_path(item) not in SHARED_DEMO_MODULES)  # stable: module order is kept
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """`make test` runs `-n 2 --dist loadfile`: each module whole on one worker (its module
+    fixtures built once), and the demo's modules together on one."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class DemoModulesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = super()._split_scope(nodeid)
+            return SHARED_DEMO_GROUP if module in SHARED_DEMO_MODULES else module
+
+    return DemoModulesTogether(config, log)
