@@ -112,7 +112,7 @@ def build_attacker_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.As
 
 
 def _successful_attacks(
-    attack: EnvSpec, attacker: Path, defender: Path, behaviors: Path, run_id: str
+    attack: EnvSpec, attacker: Path, defender: Path, behaviors: Path, run_id: str, limit: int | None, seed: int
 ) -> tuple[list[str], dict[str, Any]]:
     """Play the attacker against the defender on the attack environment's behaviors; the
     successful attacks come back in memory (the stored eval rows hold them only as hashes)."""
@@ -131,6 +131,8 @@ def _successful_attacks(
         outputs_root=outputs_root(),
         run_id=run_id,
         max_tokens=ATTACK_MAX_TOKENS,
+        limit=limit,
+        seed=seed if limit else None,
         counterpart=("cotrain-defender", defender),
         dataset_info={"sample": True, "cotrain": True},
         observe=observe,
@@ -200,6 +202,8 @@ def build_defender_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.As
                 Path(start.files["model"]),
                 _training_behaviors(behaviors, Path(held)),
                 f"{context.run_id}-cotrain-{cycle}",
+                training.cotrain.behaviors,
+                training.seed,
             )
         context.log.info(f"cycle {cycle}: {len(attacks)} successful attack(s) become defender probes")
         out = checkpoint_dir(context, f"{training.model.name}-{d}", f"cotrain_{cycle}")
@@ -257,6 +261,7 @@ def build_defender_asset(attack: EnvSpec, defense: EnvSpec, cycle: int) -> dg.As
                     **artifact.metadata,
                     "probes_from_attacks": len(attacks),
                     "attacker_success_rate": attack_facts["attack_success_rate"],
+                    "attacked_behaviors": attack_facts["n_behaviors"],
                 },
             }
         )

@@ -357,7 +357,12 @@ def checkpoint_artifact(
 
 
 def dev_eval(
-    context: dg.AssetExecutionContext, env_short: str, name: str, checkpoint: Path, dataset: Artifact, max_tokens: int
+    context: dg.AssetExecutionContext,
+    env_short: str,
+    name: str,
+    checkpoint: Path,
+    dataset: Artifact,
+    training: TrainingConfig,
 ) -> dict[str, Any]:
     """A trained checkpoint on the dev split, right after its stage: what training settings are
     judged on. The test split is evaluated once, by the eval assets at the end of the chain."""
@@ -372,7 +377,9 @@ def dev_eval(
         dataset_path=Path(dataset.files["dev"]),
         outputs_root=outputs_root() / "dev",
         run_id=context.run_id,
-        max_tokens=max_tokens,
+        max_tokens=training.eval_max_tokens,
+        limit=training.dev_eval_limit,
+        seed=training.seed if training.dev_eval_limit else None,
         dataset_info={"split": "dev", "sample": dataset.facts.get("sample", False)},
     )
     ci = run.summary.get("ci95") or {}
@@ -429,7 +436,7 @@ def _train(
     )
     if dataset is None:  # the base: nothing trained yet
         return artifact
-    dev = dev_eval(context, env_short, registry_model, out, dataset, training.eval_max_tokens)
+    dev = dev_eval(context, env_short, registry_model, out, dataset, training)
     return replace(artifact, facts={**artifact.facts, "dev_eval": dev}, metadata={**artifact.metadata, "dev_eval": dev})
 
 

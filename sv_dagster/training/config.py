@@ -151,6 +151,9 @@ class CotrainConfig(_Strict):
     cycles: int = Field(2, ge=1, le=10)
     attacker_steps: int = Field(5, ge=1)
     defender_steps: int = Field(5, ge=1)
+    behaviors: int | None = Field(None, ge=1)
+    """Each cycle's attacks play at most this many of the train and dev behaviors (drawn with
+    the config's seed); None: all of them. Each one is a whole dialogue between two models."""
 
 
 class TrainingConfig(_Strict):
@@ -171,6 +174,9 @@ class TrainingConfig(_Strict):
     """An `sft_data` option the plan names: cot (E2), rag (E3), mix (E4), refusal (E6)."""
     eval_max_tokens: int = Field(64, ge=1)
     """Reply length the trained checkpoints get when evaluated (registry sampling)."""
+    dev_eval_limit: int | None = Field(None, ge=1)
+    """Each stage's dev eval scores at most this many dev examples (drawn with the config's
+    seed, the same ones every stage); None: the whole dev split."""
     description: str = ""
 
     def digest(self) -> str:

@@ -326,7 +326,13 @@ def test_an_ablation_reports_paired_deltas_against_the_baseline(trained, instanc
 
 
 def test_cotraining_alternates_attacker_and_defender(trained, instance_of):
-    quick = '{"cotrain": {"attacker_steps": 2, "defender_steps": 2}, "sft": {"epochs": 1.0}}'
+    quick = json.dumps(
+        {
+            "cotrain": {"attacker_steps": 2, "defender_steps": 2, "behaviors": 6},
+            "sft": {"epochs": 1.0},
+            "dev_eval_limit": 5,
+        }
+    )
     ops = {
         f"checkpoint__{e}__{s}": {"config": {"overrides": quick}}
         for e in ("e5", "e6")
@@ -334,11 +340,14 @@ def test_cotraining_alternates_attacker_and_defender(trained, instance_of):
     }
     result = run_job("cotrain_e5_e6", {"ops": ops})
     assert result.success
+    for env in ("e5", "e6"):  # each stage's dev eval: the same 5 drawn dev examples
+        assert latest(instance_of, f"checkpoint/{env}/sft").asset_materialization.metadata["dev_eval"].value["n"] == 5
     for cycle in (1, 2):
         attacker = latest(instance_of, f"checkpoint/e5/cotrain_{cycle}").asset_materialization.metadata
         defender = latest(instance_of, f"checkpoint/e6/cotrain_{cycle}").asset_materialization.metadata
         assert attacker["steps"].value == 2 and defender["steps"].value == 2
         assert defender["probes_from_attacks"].value >= 0 and "attacker_success_rate" in defender
+        assert defender["attacked_behaviors"].value == 6  # drawn from the train and dev behaviors
         assert latest(instance_of, f"eval/e5/tiny_e5_cotrain{cycle}") is not None
     # The cycle-2 attacker trained against the cycle-1 defender.
     second = json.loads(
