@@ -98,7 +98,8 @@ def _figures(report: dict[str, Any]) -> str:
 
 def _classifier_line(classifier: str, agreement: dict[str, Any]) -> str:
     """Agreement on the labelled set's frozen part only (never tuned on), 95% CIs; a second
-    line for the learned judge beside it and which judge has the higher frozen kappa."""
+    line for the judge measured beside it (the rules beside the learned default, the learned
+    judge beside any other) and which judge has the higher frozen kappa."""
     if "error" in agreement:
         return f"judged by {classifier}: {agreement['error']}"
     lines = [

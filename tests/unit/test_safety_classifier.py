@@ -473,6 +473,12 @@ def test_load_classifier_specs() -> None:
         "llama-guard-3@m",
     )
     assert load_classifier({"kind": "llama-guard", "base_url": "http://x/v1"}).version == "meta-llama/Llama-Guard-3-8B"
+    from sv_shared.safety import LearnedSafetyClassifier, learned_judge
+
+    assert load_classifier("learned") is load_classifier({"kind": "learned"}) is learned_judge()
+    assert isinstance(learned_judge(), LearnedSafetyClassifier) and learned_judge().ident.startswith(
+        "sv-learned-safety@"
+    )
 
 
 @pytest.mark.parametrize(
@@ -483,6 +489,8 @@ def test_load_classifier_specs() -> None:
         ({"kind": "llama-guard"}, "base_url"),
         ({"kind": "llama-guard", "base_url": "http://x/v1", "url": "y"}, "'url'"),
         ({"kind": "llama-guard", "base_url": "gpu:8000"}, "gpu:8000"),
+        ({"kind": "learned", "model": "x"}, "'model'"),
+        ({"kind": "rules", "base_url": "http://x/v1"}, "'base_url'"),
         (42, "42"),
     ],
 )

@@ -3,8 +3,9 @@
 The headline is agreement on the labelled set's frozen part only (rows never tuned on, see
 `sv_shared.safety.frozen`), with 95% bootstrap CIs: the rules were written reading the rest,
 so agreement there ("development (tuned on)") is optimistic and kept apart. Beside the judge
-that scored the run stands the learned judge (`learned_judge`, trained on the development
-part), with the two judges' agreement with each other on the same rows.
+that scored the run stands one other judge, with the two judges' agreement with each other
+on the same rows: the rule judge when the learned judge (`sv_shared.safety.learned`, the
+environments' default, trained on the development part) scored, the learned judge otherwise.
 """
 
 from __future__ import annotations
@@ -127,10 +128,15 @@ def judges_agreement(
     }
 
 
-def _learned() -> Any:
-    from sv_dagster.core.evals.learned_judge import learned_judge
+def _side_judge(scoring: Any) -> Any:
+    """The judge measured beside the scoring one: the rules beside the learned judge, the
+    learned judge (trained lazily, see `_LazyJudge`) beside any other."""
+    from sv_shared.safety import RuleSafetyClassifier, learned_judge
+    from sv_shared.safety.learned import LEARNED_ID
 
-    return learned_judge()
+    if getattr(scoring, "id", None) == LEARNED_ID:
+        return RuleSafetyClassifier()
+    return _LazyJudge(learned_judge)
 
 
 @lru_cache(maxsize=8)
@@ -146,13 +152,16 @@ def _agreement(spec_json: str) -> dict[str, Any]:
 
     examples = read_labelled_set()
     classifier = make_classifier(json.loads(spec_json))
-    block = judges_agreement(classifier, [_LazyJudge(_learned)], frozen_part(examples), development_part(examples))
+    side = _side_judge(classifier)
+    block = judges_agreement(classifier, [side], frozen_part(examples), development_part(examples))
     # An inconsistent record means the "frozen" rows may have been tuned on: say so beside the figures.
     block["frozen_record_problems"] = check_frozen_record(examples)
     block["labelled_set_sha256"] = hashlib.sha256(labelled_set_path().read_bytes()).hexdigest()
+    side_ident = next((name for name in block["judges"] if name != classifier.ident), "the other judge")
     block["scoring_note"] = (
-        "the environments score with the configured [classifier] (rules or Llama Guard); the learned "
-        "judge is measured here, not used for scoring"
+        f"scores use the configured [classifier], {classifier.ident} (the default is the learned judge, "
+        f"the higher frozen-part kappa; rules and Llama Guard are kinds one may configure); "
+        f"{side_ident} is measured beside it, not used for scoring"
     )
     return block
 
@@ -178,9 +187,9 @@ class _LazyJudge:
 
 
 def classifier_agreement(spec: dict[str, Any]) -> dict[str, Any]:
-    """Agreement of the classifier `spec` (the `[classifier]` table) and of the learned judge
-    with the labelled set's frozen part (see `judges_agreement`). Measured once per process
-    and classifier."""
+    """Agreement of the classifier `spec` (the `[classifier]` table) and of the judge measured
+    beside it (`_side_judge`) with the labelled set's frozen part (see `judges_agreement`).
+    Measured once per process and classifier."""
     return copy.deepcopy(_agreement(json.dumps(spec, sort_keys=True, default=str)))
 
 
