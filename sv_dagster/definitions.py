@@ -17,7 +17,14 @@ from dotenv import load_dotenv
 from sv_dagster.assets.ablation import ablation_assets, ablation_jobs
 from sv_dagster.assets.cotrain import cotrain_assets
 from sv_dagster.assets.datasets import build_data_assets
-from sv_dagster.assets.evals import build_eval_assets, build_regression_checks, build_rescore_assets, eval_asset_key
+from sv_dagster.assets.evals import (
+    build_eval_assets,
+    build_ood_eval_assets,
+    build_regression_checks,
+    build_rescore_assets,
+    eval_asset_key,
+    ood_eval_asset_key,
+)
 from sv_dagster.assets.recipe import PROVENANCE_TAG
 from sv_dagster.assets.reports import build_report_assets
 from sv_dagster.assets.synthetic import build_synthetic_assets
@@ -71,6 +78,10 @@ def build_definitions() -> dg.Definitions:
         for m in models.values()
         if m.checkpoint_asset is None and m.supports(env.short)
     }
+    # eval_ood/<env>/<model>: the sweep models on the `ood` split, where a source is marked `ood: true`.
+    ood_evals = [a for env in envs for a in build_ood_eval_assets(env, models)]
+    ood_keys = [key for assets_def in ood_evals for key in assets_def.keys]
+    untrained |= {ood_eval_asset_key(env, m) for env in envs for m in models.values() if m.checkpoint_asset is None}
     # corpus/<id> for every source (configs/sources.yaml and the environments' own), dataset/<env>,
     # and their blocking suites.
     data, data_checks = build_data_assets(envs)
@@ -86,17 +97,18 @@ def build_definitions() -> dg.Definitions:
         *synthetic,
         *training,
         *evals,
+        *ood_evals,
         *(a for env in envs for a in build_triage_assets(env, models)),
         *(a for env in envs for a in build_rescore_assets(env, models)),
         *build_report_assets(
-            [key for key in eval_keys if key in untrained],
+            [key for key in [*eval_keys, *ood_keys] if key in untrained],
             [
                 key
                 for a in training
                 for key in a.keys
                 if key.path[0] in ("checkpoint", "ablation") and key.path[-1] != "promoted"
             ],
-            optional_eval_keys=[key for key in eval_keys if key not in untrained],
+            optional_eval_keys=[key for key in [*eval_keys, *ood_keys] if key not in untrained],
             promoted_keys=[
                 key for a in training for key in a.keys if key.path[0] == "checkpoint" and key.path[-1] == "promoted"
             ],

@@ -13,7 +13,7 @@ from sv_dagster.assets.common import env_group
 from sv_dagster.assets.recipe import Artifact, provenance_asset
 from sv_dagster.core.artifacts.paths import outputs_root
 from sv_dagster.core.envs import EnvSpec
-from sv_dagster.core.eval_request import EvalRequestError, check_limit, check_split, split_sizes
+from sv_dagster.core.eval_request import OOD_SPLIT, EvalRequestError, check_limit, check_split, split_sizes
 from sv_dagster.core.evals.progress import EvalProgress
 from sv_dagster.core.models.registry import ModelSpec
 from sv_dagster.instance import local_artifact_path
@@ -47,8 +47,9 @@ def metric_metadata(env: EnvSpec, summary: dict, run_metadata: dict) -> dict:
     }
 
 
-class EvalConfig(dg.Config):
-    split: str = Field(default="test", description="Dataset split to evaluate: train, dev or test.")
+class EvalOptions(dg.Config):
+    """How an eval runs, whatever split it scores (the OOD evals' whole config)."""
+
     limit: int | None = Field(
         default=None,
         description="Evaluate N examples, drawn by a shuffle under `seed`; "
@@ -91,8 +92,33 @@ class EvalConfig(dg.Config):
     )
 
 
+class EvalConfig(EvalOptions):
+    split: str = Field(
+        default="test", description="Dataset split to evaluate: train, dev, test (or ood where the dataset has one)."
+    )
+
+
 def eval_asset_key(env: EnvSpec, model: ModelSpec) -> dg.AssetKey:
     return dg.AssetKey(["eval", env.short, model.key])
+
+
+def ood_eval_asset_key(env: EnvSpec, model: ModelSpec) -> dg.AssetKey:
+    return dg.AssetKey(["eval_ood", env.short, model.key])
+
+
+def has_ood_split(env: EnvSpec) -> bool:
+    """Whether any source feeding the environment's dataset is marked `ood: true` in the
+    source registry (its rows then form the dataset's `ood` split)."""
+    from sv_dagster.core.data.corpora import load_sources, sources_for
+
+    return any(spec.ood for spec in sources_for(env.short, load_sources()))
+
+
+def ood_eval_models(env: EnvSpec, models: dict[str, ModelSpec]) -> list[ModelSpec]:
+    """The sweep models evaluated on the environment's `ood` split (none without one)."""
+    if not has_ood_split(env):
+        return []
+    return [spec for spec in models.values() if spec.sweep and spec.supports(env.short)]
 
 
 def run_external_eval(
@@ -161,19 +187,142 @@ def trained_checkpoint(context: dg.AssetExecutionContext, model: ModelSpec) -> P
     return Path(event.asset_materialization.metadata["checkpoint_path"].value)
 
 
-def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
+def evaluate_split(
+    context: dg.AssetExecutionContext,
+    env: EnvSpec,
+    model: ModelSpec,
+    config: EvalOptions,
+    split: str,
+    dataset: Artifact,
+    models: ModelRegistry,
+    launcher: PipesLauncher,
+    folder_suffix: str = "",
+) -> Artifact | None:
+    """One eval asset's work: `model` on `split` of `env`'s dataset, its folder
+    `<run id><folder_suffix>` (a suffix keeps two evals of one run, test and OOD, apart).
+    None when a trained model has no checkpoint to score yet."""
     trained = model.checkpoint_asset is not None
+    sizes = split_sizes(dataset.files["metadata"])
+    try:
+        check_split(split, sizes, f"dataset/{env.short}")
+        if not config.cap_limit:
+            check_limit(config.limit, split, sizes[split], f"dataset/{env.short}")
+    except EvalRequestError as exc:
+        raise dg.Failure(description=str(exc)) from None  # a person's mistake: no traceback to show
+    checkpoint = trained_checkpoint(context, model) if trained else None
+    if trained and checkpoint is None:
+        return None
+    from sv_dagster.core.evals.evaluation import evaluate  # imports verifiers (~3 s): only when run
+    from sv_dagster.core.models.cache import ResponseCache
 
-    @provenance_asset(
-        key=eval_asset_key(env, model),
+    spec = models.spec(model.name)
+    # A re-execution (from failure, or of a killed run) continues its root run's folder.
+    resume_from = config.resume_run_id or context.run.root_run_id
+    run_id = resume_from or context.run_id
+    if not run_id.endswith(folder_suffix):  # a resume_run_id may name the folder itself
+        run_id += folder_suffix
+    reward_config = Path(config.reward_config) if config.reward_config else None
+    target = models.spec(config.target_model) if env.counterpart_env else None
+    arguments = dict(
+        dataset_path=dataset.files[split],
+        outputs_root=outputs_root(),
+        run_id=run_id,
+        resume=resume_from is not None,
+        limit=config.limit,
+        concurrency=config.concurrency,
+        reward_config=reward_config,
+        seed=config.seed,
+        dataset_info={
+            "split": split,
+            "split_size": sizes[split],
+            "sample": dataset.facts.get("sample", False),
+            **({"user_file": dataset.facts["user_file"]} if dataset.facts.get("user_file") else {}),
+        },
+        use_tools=config.include_tools,
+    )
+    size = sizes[split]
+    total = min(config.limit, size) if config.limit else size  # as iter_tasks takes the subset
+    on = "" if split == "test" else f" [{split}]"  # log lines say which split when not the usual one
+    if config.external:  # a large eval in its own process (a pod, a Ray job) through Pipes
+        run = run_external_eval(
+            context, launcher, env, spec, target, checkpoint, config.use_cache, models, arguments, total
+        )
+    else:
+        progress = EvalProgress(total, f"eval {env.short}/{spec.name}{on}", context.log.info)
+        run = evaluate(
+            env,
+            spec,
+            models.backend(model.name, env.env_id, checkpoint),
+            cache=ResponseCache(outputs_root() / "cache" / "responses.sqlite3") if config.use_cache else None,
+            counterpart=models.backend(target.name, env.counterpart_env) if target else None,
+            counterpart_model=target,
+            progress=progress,
+            **arguments,
+        )
+        progress.finish()
+    summary = run.summary
+    context.log.info(
+        f"{env.env_id} / {spec.name}{on}: " + ", ".join(f"{name}={summary.get(name)}" for name in headline_metrics(env))
+    )
+    return Artifact(
+        path=run.run_dir,
+        config={**config.model_dump(), "split": split, "env": env.env_id, "model": spec.public_dict()},
+        seed=config.seed,
+        packages=(env.env_id,),
+        facts={
+            "model_id": spec.model,
+            "model_name": spec.name,
+            "backend": spec.backend,
+            "base_url": spec.base_url,
+            "sampling": spec.sampling.as_dict(),
+            "reward_config": run.metadata["reward_config"],
+            "reward_config_hash": run.metadata["reward_config"]["sha256"],
+            "dataset_split": split,
+            "eval_run_id": run.metadata["run_id"],
+            **({"checkpoint_path": str(checkpoint)} if checkpoint else {}),
+            "resumed_examples": run.metadata["counts"]["n_resumed"],
+            "response_cache": run.metadata.get("response_cache"),
+            "tools": run.metadata.get("tools"),
+            "sample": summary["sample"],
+            **({"target_model": target.public_dict()} if target else {}),
+            **(
+                {
+                    "safety_classifier": summary["classifier"],
+                    "classifier_agreement": summary["classifier_agreement"],
+                }
+                if "classifier" in summary
+                else {}
+            ),
+        },
+        metadata={
+            **metric_metadata(env, summary, run.metadata),
+            "n_examples": summary["n_examples"],
+            "summary": dg.MetadataValue.json(summary),
+            "results": dg.MetadataValue.path(str(run.results_path)),
+        },
+        files={"metadata": run.metadata_path, "results": run.results_path, "summary": run.summary_path},
+    )
+
+
+def _eval_asset_kwargs(env: EnvSpec, model: ModelSpec) -> dict:
+    """What an eval asset of `model` on `env` declares whatever split it scores."""
+    trained = model.checkpoint_asset is not None
+    return dict(
         ins={"dataset": dg.AssetIn(key=["dataset", env.short])},
         deps=[dg.AssetKey(model.checkpoint_asset.split("/"))] if trained else [],
         output_required=not trained,
-        group_name=env_group(env.short, "evals"),
         pool=model.pool,
         kinds={"json"},
         tags={"sv/env": env.short, "sv/model": model.key, "sv/backend": model.backend},
+    )
+
+
+def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
+    @provenance_asset(
+        key=eval_asset_key(env, model),
+        group_name=env_group(env.short, "evals"),
         description=f"{env.env_id} evaluated with {model.name} ({model.backend}: {model.model}). {model.description}".strip(),
+        **_eval_asset_kwargs(env, model),
     )
     def eval_model(
         context: dg.AssetExecutionContext,
@@ -182,108 +331,43 @@ def build_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
         models: ModelRegistry,
         launcher: PipesLauncher,
     ) -> Artifact | None:
-        sizes = split_sizes(dataset.files["metadata"])
-        try:
-            check_split(config.split, sizes, f"dataset/{env.short}")
-            if not config.cap_limit:
-                check_limit(config.limit, config.split, sizes[config.split], f"dataset/{env.short}")
-        except EvalRequestError as exc:
-            raise dg.Failure(description=str(exc)) from None  # a person's mistake: no traceback to show
-        checkpoint = trained_checkpoint(context, model) if trained else None
-        if trained and checkpoint is None:
-            return None
-        from sv_dagster.core.evals.evaluation import evaluate  # imports verifiers (~3 s): only when run
-        from sv_dagster.core.models.cache import ResponseCache
-
-        spec = models.spec(model.name)
-        # A re-execution (from failure, or of a killed run) continues its root run's folder.
-        resume_from = config.resume_run_id or context.run.root_run_id
-        reward_config = Path(config.reward_config) if config.reward_config else None
-        target = models.spec(config.target_model) if env.counterpart_env else None
-        arguments = dict(
-            dataset_path=dataset.files[config.split],
-            outputs_root=outputs_root(),
-            run_id=resume_from or context.run_id,
-            resume=resume_from is not None,
-            limit=config.limit,
-            concurrency=config.concurrency,
-            reward_config=reward_config,
-            seed=config.seed,
-            dataset_info={
-                "split": config.split,
-                "split_size": sizes[config.split],
-                "sample": dataset.facts.get("sample", False),
-                **({"user_file": dataset.facts["user_file"]} if dataset.facts.get("user_file") else {}),
-            },
-            use_tools=config.include_tools,
-        )
-        size = sizes[config.split]
-        total = min(config.limit, size) if config.limit else size  # as iter_tasks takes the subset
-        if config.external:  # a large eval in its own process (a pod, a Ray job) through Pipes
-            run = run_external_eval(
-                context, launcher, env, spec, target, checkpoint, config.use_cache, models, arguments, total
-            )
-        else:
-            progress = EvalProgress(total, f"eval {env.short}/{spec.name}", context.log.info)
-            run = evaluate(
-                env,
-                spec,
-                models.backend(model.name, env.env_id, checkpoint),
-                cache=ResponseCache(outputs_root() / "cache" / "responses.sqlite3") if config.use_cache else None,
-                counterpart=models.backend(target.name, env.counterpart_env) if target else None,
-                counterpart_model=target,
-                progress=progress,
-                **arguments,
-            )
-            progress.finish()
-        summary = run.summary
-        context.log.info(
-            f"{env.env_id} / {spec.name}: " + ", ".join(f"{name}={summary.get(name)}" for name in headline_metrics(env))
-        )
-        return Artifact(
-            path=run.run_dir,
-            config={**config.model_dump(), "env": env.env_id, "model": spec.public_dict()},
-            seed=config.seed,
-            packages=(env.env_id,),
-            facts={
-                "model_id": spec.model,
-                "model_name": spec.name,
-                "backend": spec.backend,
-                "base_url": spec.base_url,
-                "sampling": spec.sampling.as_dict(),
-                "reward_config": run.metadata["reward_config"],
-                "reward_config_hash": run.metadata["reward_config"]["sha256"],
-                "dataset_split": config.split,
-                "eval_run_id": run.metadata["run_id"],
-                **({"checkpoint_path": str(checkpoint)} if checkpoint else {}),
-                "resumed_examples": run.metadata["counts"]["n_resumed"],
-                "response_cache": run.metadata.get("response_cache"),
-                "tools": run.metadata.get("tools"),
-                "sample": summary["sample"],
-                **({"target_model": target.public_dict()} if target else {}),
-                **(
-                    {
-                        "safety_classifier": summary["classifier"],
-                        "classifier_agreement": summary["classifier_agreement"],
-                    }
-                    if "classifier" in summary
-                    else {}
-                ),
-            },
-            metadata={
-                **metric_metadata(env, summary, run.metadata),
-                "n_examples": summary["n_examples"],
-                "summary": dg.MetadataValue.json(summary),
-                "results": dg.MetadataValue.path(str(run.results_path)),
-            },
-            files={"metadata": run.metadata_path, "results": run.results_path, "summary": run.summary_path},
-        )
+        return evaluate_split(context, env, model, config, config.split, dataset, models, launcher)
 
     return eval_model
 
 
+def build_ood_eval_asset(env: EnvSpec, model: ModelSpec) -> dg.AssetsDefinition:
+    """eval_ood/<env>/<model>: the same eval on the dataset's `ood` split, so in- and
+    out-of-distribution figures are two series that never mix."""
+
+    @provenance_asset(
+        key=ood_eval_asset_key(env, model),
+        # A group of its own: the UI labels nodes by the key's last part (the model).
+        group_name=env_group(env.short, "ood_evals"),
+        description=f"{env.env_id} evaluated with {model.name} on its out-of-distribution split (`ood`: the "
+        "sources marked `ood: true` in the source registry).",
+        **_eval_asset_kwargs(env, model),
+    )
+    def eval_ood_model(
+        context: dg.AssetExecutionContext,
+        config: EvalOptions,
+        dataset: Artifact,
+        models: ModelRegistry,
+        launcher: PipesLauncher,
+    ) -> Artifact | None:
+        return evaluate_split(
+            context, env, model, config, OOD_SPLIT, dataset, models, launcher, folder_suffix=f"-{OOD_SPLIT}"
+        )
+
+    return eval_ood_model
+
+
 def build_eval_assets(env: EnvSpec, models: dict[str, ModelSpec]) -> list[dg.AssetsDefinition]:
     return [build_eval_asset(env, spec) for spec in models.values() if spec.supports(env.short)]
+
+
+def build_ood_eval_assets(env: EnvSpec, models: dict[str, ModelSpec]) -> list[dg.AssetsDefinition]:
+    return [build_ood_eval_asset(env, spec) for spec in ood_eval_models(env, models)]
 
 
 def build_regression_check(env: EnvSpec, model: ModelSpec) -> dg.AssetChecksDefinition:

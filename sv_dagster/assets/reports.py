@@ -65,16 +65,27 @@ def eval_records(
 
 
 def _latest_and_previous(records: list[EvalRecord]) -> tuple[list[EvalRecord], dict[tuple[str, str], EvalRecord]]:
-    by_key: dict[tuple[str, str], list[EvalRecord]] = defaultdict(list)
+    """The latest eval of each (env, model) in distribution and out of it (two series that
+    never stand in for each other), and the previous in-distribution one behind each delta."""
+    by_key: dict[tuple[str, str, bool], list[EvalRecord]] = defaultdict(list)
     for record in records:
-        by_key[(record.env, record.model)].append(record)
+        by_key[(record.env, record.model, record.is_ood)].append(record)
     latest, previous = [], {}
-    for key, items in by_key.items():
+    for (env, model, ood), items in by_key.items():
         items.sort(key=lambda r: r.timestamp, reverse=True)
         latest.append(items[0])
-        if len(items) > 1:
-            previous[key] = items[1]
+        if len(items) > 1 and not ood:
+            previous[(env, model)] = items[1]
     return latest, previous
+
+
+def _eval_name(record: EvalRecord) -> str:
+    return f"{record.env}/{record.model}" + (f" [{record.split}]" if record.is_ood else "")
+
+
+def _eval_versions(records: list[EvalRecord]) -> dict[str, str]:
+    """The data version of each eval a report read, OOD ones named apart."""
+    return {_eval_name(r): r.data_version for r in records}
 
 
 def training_records(
@@ -161,13 +172,17 @@ def build_report_assets(
         group_name="reports",
         kinds={"markdown"},
         description="Weekly report: reward deltas with CIs against each model's previous eval, "
-        "regressions against the baselines, synthetic data volumes, open risks.",
+        "out-of-distribution figures beside the test split's, regressions against the baselines, synthetic data "
+        "volumes, open risks.",
     )
     def weekly_report(context: dg.AssetExecutionContext) -> Artifact:
         from sv_dagster.core.evals.gate import regression_gate
 
         latest, previous = _latest_and_previous(eval_records(context.instance, read))
-        gates = {(r.env, r.model): regression_gate(r.run_dir, outputs_root()).metadata() for r in latest}
+        # Baselines are of the test split: an OOD eval is never gated against one.
+        gates = {
+            (r.env, r.model): regression_gate(r.run_dir, outputs_root()).metadata() for r in latest if not r.is_ood
+        }
         year, week, _ = datetime.now(UTC).isocalendar()
         out = outputs_root() / "reports" / "weekly"
         out.mkdir(parents=True, exist_ok=True)
@@ -178,7 +193,7 @@ def build_report_assets(
         return Artifact(
             path=path,
             config={"week": f"{year}-W{week:02d}"},
-            facts={"evals": {f"{r.env}/{r.model}": r.data_version for r in latest}, "synthetic_volumes": volumes},
+            facts={"evals": _eval_versions(latest), "synthetic_volumes": volumes},
             metadata={"n_evals": len(latest), "report": dg.MetadataValue.md(path.read_text()[:8000])},
             files={"markdown": path},
         )
@@ -188,7 +203,8 @@ def build_report_assets(
         deps=deps,
         group_name="reports",
         kinds={"json", "markdown"},
-        description="Per-environment scoreboard (latest eval per model, best mean reward first), JSON and Markdown.",
+        description="Per-environment scoreboard (latest eval per model, best mean reward first among evals on the same "
+        "examples; out-of-distribution evals ranked in tables of their own, after), JSON and Markdown.",
     )
     def scoreboard_report(context: dg.AssetExecutionContext) -> Artifact:
         latest, _ = _latest_and_previous(eval_records(context.instance, read, per_asset=1))
@@ -205,7 +221,7 @@ def build_report_assets(
         return Artifact(
             path=out,
             config={"envs": sorted(by_env)},
-            facts={"evals": {f"{r.env}/{r.model}": r.data_version for r in latest}},
+            facts={"evals": _eval_versions(latest)},
             metadata={env: dg.MetadataValue.md(files[f"{env}_md"].read_text()) for env in by_env},
             files=files,
         )
@@ -217,7 +233,8 @@ def build_report_assets(
         kinds={"html", "markdown"},
         description="Monthly consolidated report (Markdown and HTML with PNG plots: reliability diagrams, "
         "reward trends per model and env, cost per model, attacker success curves, training compute per model and "
-        "env) over the month's eval, tournament and training materializations.",
+        "env) over the month's eval, tournament and training materializations, and an out-of-distribution "
+        "section (OOD figures beside the test split's).",
     )
     def monthly(context: dg.AssetExecutionContext, config: MonthlyConfig) -> Artifact:
         month = config.month or f"{datetime.now(UTC):%Y-%m}"
@@ -262,7 +279,7 @@ def build_report_assets(
             config={"month": month},
             facts={
                 "n_evals": len(records),
-                "evals": sorted({f"{r.env}/{r.model}" for r in records}),
+                "evals": sorted({_eval_name(r) for r in records}),
                 "n_tournaments": len(tournaments),
                 "training_runs": len(training),
                 "training_records_gone": gone,

@@ -12,6 +12,10 @@ from pathlib import Path
 
 from sv_dagster.core.models.registry import ModelSpec
 
+OOD_SPLIT = "ood"
+"""The dataset split of the sources marked `ood: true` (configs/sources.yaml): scored by the
+eval_ood/<env>/<model> assets and reported apart from the in-distribution test split."""
+
 
 class EvalRequestError(ValueError):
     """A mistake in what was asked for; its message is the one line a person needs."""

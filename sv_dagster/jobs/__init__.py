@@ -5,9 +5,11 @@
 Program jobs re-curate the datasets first (cheap, and picks up corpus updates).
 - `demo`: every environment's `eval_eN` in one run (`make demo`).
 - `rescore_eN`: the stored completions of the latest evals scored again (verifier change).
-- `weekly_sweep`: quick evals (N=10, seed 42) of the `sweep: true` models, triage, the
-  weekly report and the scoreboard.
-- `biweekly_full_eval`: full evals of the sweep models and the red-team tournaments.
+- `weekly_sweep`: quick evals (N=10, seed 42) of the `sweep: true` models, on the test split
+  and, where a source is marked `ood: true`, the `ood` split (eval_ood/<env>/<model>), triage,
+  the weekly report and the scoreboard.
+- `biweekly_full_eval`: full evals of the sweep models (test and ood splits) and the red-team
+  tournaments.
 - `tournament_<attack>_<defense>` (e.g. `tournament_e5_e6`): a tournament (heuristic attacker and
   defender unless configured).
 - `nightly_regression`: full evals of the `nightly: true` models; their regression gates run
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import dagster as dg
 
-from sv_dagster.assets.evals import eval_asset_key, rescore_asset_key
+from sv_dagster.assets.evals import eval_asset_key, ood_eval_asset_key, ood_eval_models, rescore_asset_key
 from sv_dagster.assets.tournament import tournament_key, tournament_keys
 from sv_dagster.assets.triage import triage_asset_key
 from sv_dagster.core.envs import EnvSpec, counterpart_pairs, pair_key, pair_label
@@ -112,6 +114,11 @@ def _evals(envs: list[EnvSpec], models: list[ModelSpec]) -> tuple[list[dg.AssetK
     return [eval_asset_key(e, m) for e, m in pairs], [triage_asset_key(e, m) for e, m in pairs]
 
 
+def _ood_evals(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> list[dg.AssetKey]:
+    """The OOD evals of the sweep models, for each environment whose dataset has an `ood` split."""
+    return [ood_eval_asset_key(env, m) for env in envs for m in ood_eval_models(env, models)]
+
+
 def _eval_config(keys: list[dg.AssetKey], **config) -> dict:
     return {"ops": {"__".join(key.path): {"config": config} for key in keys}}
 
@@ -120,6 +127,8 @@ def program_jobs(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> list[dg.U
     sweep = [m for m in models.values() if m.sweep]
     nightly = [m for m in models.values() if m.nightly]
     sweep_evals, sweep_triage = _evals(envs, sweep)
+    # Out-of-distribution evals ride with the sweep (same N and seed), kept as their own assets.
+    sweep_evals += _ood_evals(envs, models)
     nightly_evals, nightly_triage = _evals(envs, nightly)
     return [
         dg.define_asset_job(

@@ -32,7 +32,7 @@ def test_dagster_job_execute_eval_e1_as_written(isolated: Path):
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-4000:]
     printed = proc.stdout + proc.stderr
     assert "SupersessionWarning" not in printed and " - DEBUG - " not in printed  # INFO by default
-    assert "eval e1/heuristic: 56/56 examples (100%)" in printed and "sv-env-network-logs / heuristic: " in printed
+    assert "eval e1/heuristic: 49/49 examples (100%)" in printed and "sv-env-network-logs / heuristic: " in printed
     for key in ("corpus/iot23", "dataset/e1", "eval/e1/heuristic", "triage/e1/heuristic"):  # what, and where
         assert f"{key}: wrote {isolated / 'outputs'}" in printed, key
     instance = dg.DagsterInstance.get()  # the DAGSTER_HOME the subprocess used
@@ -157,14 +157,14 @@ def test_eval_mistakes_end_in_one_line_naming_the_fix(isolated: Path, monkeypatc
 
     # Before the dataset exists it is built first, in its own run; the limit is refused before the eval run.
     assert last_error_line(2, ["eval", "e1", "--models", "heuristic", "--n", "500"]) == (
-        "sv-dagster eval: --n 500 is more than the 56 examples of split 'test' of dataset/e1; "
-        "ask for at most 56, or `--n all`"
+        "sv-dagster eval: --n 500 is more than the 49 examples of split 'test' of dataset/e1; "
+        "ask for at most 49, or `--n all`"
     )
     assert dg.DagsterInstance.get().get_latest_materialization_event(dg.AssetKey(["eval", "e1", "heuristic"])) is None
     # Once it exists, the command says so before any run, as it does for the models.
     runs = len(dg.DagsterInstance.get().get_runs())
     assert last_error_line(2, ["eval", "e1", "--models", "heuristic", "--n", "500"]).startswith(
-        "sv-dagster eval: --n 500 is more than the 56 examples of split 'test'"
+        "sv-dagster eval: --n 500 is more than the 49 examples of split 'test'"
     )
     assert last_error_line(2, ["eval", "e1", "--models", "heuristic", "--split", "validation"]) == (
         "sv-dagster eval: dataset/e1 has no split 'validation'; its splits: dev, ood, test, train"
@@ -184,5 +184,5 @@ def test_eval_mistakes_end_in_one_line_naming_the_fix(isolated: Path, monkeypatc
     capsys.readouterr()
     assert main(["--verbose", "eval", "e1", "--models", "heuristic", "--n", "all"]) == 0
     out, err = capsys.readouterr()
-    assert [line.split()[1] for line in out.splitlines() if line.startswith("heuristic ")] == ["56"]
-    assert "STEP_START" in err and "eval e1/heuristic: 56/56 examples (100%)" in err  # --verbose: DEBUG events too
+    assert [line.split()[1] for line in out.splitlines() if line.startswith("heuristic ")] == ["49"]
+    assert "STEP_START" in err and "eval e1/heuristic: 49/49 examples (100%)" in err  # --verbose: DEBUG events too

@@ -122,7 +122,7 @@ def test_every_split_loads_through_its_environments_taskset(offline):
                 )
                 assert flag is True, (short, name, row.get("id"))
         if short == "e1":
-            assert report["split_sizes"]["ood"] == 40 and report["test_source"] == "corpora"
+            assert report["split_sizes"]["ood"] == 86 and report["test_source"] == "corpora"
         if short == "e3":
             pairs = [json.loads(line) for line in (folder / "fix_pairs.jsonl").read_text().splitlines()]
             assert {"id", "cwe", "language", "before", "after", "source", "sample"} <= set(pairs[0])

@@ -49,6 +49,11 @@ TRAINED = {
     **{(env, f"tiny_{env}_cotrain{k}"): f"checkpoint/{env}/cotrain_{k}" for env in ("e5", "e6") for k in (1, 2)},
 }
 TRAINED_EVALS = {f"eval/{env}/{m}" for env, m in TRAINED}
+# E1's OOD split (its sources marked `ood: true`): the sweep models evaluated on it.
+OOD_EVALS = {
+    "eval_ood/e1/heuristic": {"dataset/e1"},
+    "eval_ood/e1/tiny_e1_promoted": {"dataset/e1", "checkpoint/e1/promoted"},
+}
 TRAINING_DEPS = {
     **{f"sft_data/{env}": {f"dataset/{env}", f"synthetic/{env}"} for env in ENVS},
     **{f"checkpoint/{env}/base": {f"sft_data/{env}"} for env in ENVS},
@@ -127,12 +132,14 @@ EXPECTED_DEPS = {
     **{f"eval/{env}/{m}": {f"dataset/{env}", asset} for (env, m), asset in TRAINED.items()},
     **{f"{kind}/{env}/{m}": {f"eval/{env}/{m}"} for env, m in TRAINED for kind in ("triage", "rescore")},
     # Trained models' evals are read, not depended on: one may make nothing in a run (nothing promoted yet).
-    **{f"reports/{r}": ALL_EVALS for r in ("weekly", "scoreboard")},
-    "reports/monthly": ALL_EVALS | {"tournament/e5_e6"} | TRAINING_COMPUTE,  # attacker curves, training compute
+    **OOD_EVALS,
+    **{f"reports/{r}": ALL_EVALS | {"eval_ood/e1/heuristic"} for r in ("weekly", "scoreboard")},
+    # attacker curves, training compute
+    "reports/monthly": ALL_EVALS | {"eval_ood/e1/heuristic", "tournament/e5_e6"} | TRAINING_COMPUTE,
 }
 # Shared groups, then one group per environment and stage (`e1_evals`, `e1_training`, ...).
 SHARED_GROUPS = {"corpora", "datasets", "synthetic", "ablations", "training", "safety", "tournaments", "reports"}
-ENV_STAGES = {"evals", "rescores", "triage", "training", "safety"}
+ENV_STAGES = {"evals", "ood_evals", "rescores", "triage", "training", "safety"}
 EXPECTED_GROUPS = {
     "corpus/iot23": "corpora",
     "dataset/e1": "datasets",
@@ -234,8 +241,8 @@ EXPECTED_JOBS = {
     "eval_e6": path_of("e6", "heuristic"),
     "tournament_e5_e6": TOURNAMENT,
     "demo": DEFAULTS,
-    "weekly_sweep": SWEEP | {"reports/weekly", "reports/scoreboard"},
-    "biweekly_full_eval": SWEEP | TOURNAMENT | {"reports/scoreboard"},
+    "weekly_sweep": SWEEP | set(OOD_EVALS) | {"reports/weekly", "reports/scoreboard"},
+    "biweekly_full_eval": SWEEP | set(OOD_EVALS) | TOURNAMENT | {"reports/scoreboard"},
     "nightly_regression": SWEEP,
     "monthly_report": {"reports/monthly", "reports/scoreboard"},
     "rescore_e1": {"rescore/e1/heuristic"},
@@ -325,7 +332,9 @@ def test_adding_a_model_is_a_registry_edit(tmp_path: Path, monkeypatch):
         "tournament/e5_e6",
     } | {
         f"{kind}/{env}/{m}" for kind in ("eval", "triage", "rescore") for env in ENVS for m in ("heuristic", "my_vllm")
-    } | {f"{kind}/{env}/{m}" for env, m in TRAINED for kind in ("eval", "triage", "rescore")}
+    } | {f"{kind}/{env}/{m}" for env, m in TRAINED for kind in ("eval", "triage", "rescore")} | {
+        "eval_ood/e1/tiny_e1_promoted"  # the one sweep model of that registry: the promoted checkpoint
+    }
 
 
 def test_an_asset_without_provenance_is_refused():

@@ -83,6 +83,15 @@ def test_weekly_sweep_nightly_and_monthly_jobs_run_offline(defs, isolated: Path)
         .value
     )
     assert json.loads((summary_dir / "summary.json").read_text())["n_examples"] == 10  # the quick sweep's N
+    # E1's OOD split (the sources marked `ood: true`) is evaluated beside test, in a folder of its own.
+    ood_event = instance.get_latest_materialization_event(dg.AssetKey(["eval_ood", "e1", "heuristic"]))
+    assert ood_event is not None and ood_event.run_id == summary_dir.name
+    ood_dir = Path(ood_event.asset_materialization.metadata["artifact_path"].value)
+    assert ood_dir.name == f"{summary_dir.name}-ood"
+    assert json.loads((ood_dir / "metadata.json").read_text())["dataset"]["split"] == "ood"
+    assert json.loads((ood_dir / "summary.json").read_text())["n_examples"] == 10
+    # Only environments whose sources include an OOD one get an OOD eval.
+    assert {key.path[1] for key in instance.get_asset_keys() if key.path[0] == "eval_ood"} == {"e1"}
 
     nightly = defs.resolve_job_def("nightly_regression").execute_in_process(instance=instance)
     assert nightly.success
@@ -98,6 +107,8 @@ def test_weekly_sweep_nightly_and_monthly_jobs_run_offline(defs, isolated: Path)
     week = datetime.now(UTC).isocalendar()
     weekly_md = (isolated / "outputs" / "reports" / "weekly" / f"{week[0]}-W{week[1]:02d}.md").read_text()
     assert "| e1 | heuristic |" in weekly_md and "SAMPLE" in weekly_md and "summary.json" in weekly_md
+    weekly_ood = weekly_md.split("## Out-of-distribution (OOD)", 1)[1].split("\n## ", 1)[0]
+    assert "| e1 | heuristic | 10 | 10 |" in weekly_ood  # n (test), n (ood): the sweep's test run beside it
 
     tournament = defs.resolve_job_def("tournament_e5_e6").execute_in_process(
         instance=instance, run_config={"ops": {"tournament__e5_e6": {"config": {"rounds": 2, "limit": 6}}}}
@@ -125,12 +136,21 @@ def test_weekly_sweep_nightly_and_monthly_jobs_run_offline(defs, isolated: Path)
     page = (month_dir / "report.html").read_text()
     assert "<table>" in page and 'src="reliability-e1.png"' in page and "summary.json" in page
     report = (month_dir / "report.md").read_text()
-    assert (
-        "12 eval materializations this month" in report
-    )  # weekly and nightly, each on e1..e6 (not the tournament's own)
+    # Weekly and nightly, each on e1..e6, and the weekly OOD eval of e1 (not the tournament's own).
+    assert "13 eval materializations this month (1 on the ood split)." in report
+    ood_section = report.split("## Out-of-distribution (OOD)", 1)[1].split("\n## ", 1)[0]
+    header = next(line for line in ood_section.splitlines() if line.startswith("| env |"))
+    assert {"n (test)", "n (ood)", "accuracy (ood)", "F1 gap", "FNR (ood)", "ECE gap"} <= {
+        cell.strip() for cell in header.split("|")
+    }
+    # The OOD eval is read beside the test eval of its own run: the sweep's N on both sides.
+    [row] = [line for line in ood_section.splitlines() if line.startswith("| e1 | heuristic |")]
+    assert row.startswith("| e1 | heuristic | 10 | 10 |") and "[ood](" in row and "[test](" in row
     assert "## Attacker success" in report and "| heuristic | heuristic |" in report and "tournament.json" in report
     board = json.loads((isolated / "outputs" / "reports" / "scoreboard" / "e1.json").read_text())
-    assert board["rows"][0]["model"] == "heuristic" and board["rows"][0]["n_examples"] == 56
+    assert board["rows"][0]["model"] == "heuristic" and board["rows"][0]["n_examples"] == 49
+    # The OOD eval is ranked only among OOD evals, in a table after the test split's.
+    assert [(r["split"], r["rank"], r["n_examples"]) for r in board["rows"]] == [("test", 1, 49), ("ood", 1, 10)]
     # Every sourced row of the program's reports renders again from the files it cites.
     from sv_dagster.core.reporting.audit import audit_report
 

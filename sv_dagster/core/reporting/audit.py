@@ -72,6 +72,8 @@ def _split_row(line: str) -> list[str]:
 
 
 def _table_kind(header: list[str]) -> str | None:
+    if "n (ood)" in header:
+        return "ood"
     if "previous" in header and "delta" in header:
         return "weekly"
     if "success per round" in header:

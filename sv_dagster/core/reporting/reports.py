@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sv_dagster.core.artifacts.redaction import write_redacted
+from sv_dagster.core.eval_request import OOD_SPLIT
 from sv_dagster.core.evals.runner import read_results
 
 
@@ -35,17 +36,30 @@ class EvalRecord:
     timestamp: float
     data_version: str
     run_id: str = ""
+    split: str = ""
+    """The dataset split scored, from the eval's metadata.json ("" where it has none)."""
 
     @property
     def when(self) -> str:
         return datetime.fromtimestamp(self.timestamp).strftime("%Y-%m-%d %H:%M")
+
+    @property
+    def is_ood(self) -> bool:
+        """Scored on the out-of-distribution split: its own series, never compared with test runs."""
+        return self.split == OOD_SPLIT
 
 
 def load_record(
     env: str, model: str, run_dir: Path, timestamp: float, data_version: str, run_id: str = ""
 ) -> EvalRecord:
     summary = json.loads((run_dir / "summary.json").read_text())
-    return EvalRecord(env, model, run_dir, summary, timestamp, data_version, run_id)
+    metadata = run_dir / "metadata.json"
+    split = (json.loads(metadata.read_text()).get("dataset") or {}).get("split") if metadata.is_file() else None
+    return EvalRecord(env, model, run_dir, summary, timestamp, data_version, run_id, split or "")
+
+
+def in_distribution(records: Sequence[EvalRecord]) -> list[EvalRecord]:
+    return [r for r in records if not r.is_ood]
 
 
 @dataclass(frozen=True)
@@ -100,6 +114,8 @@ def row_cells(table: str, env: str) -> dict[str, Any]:
         return {"success per round": lambda cited: _curve(cited[0])}
     if table == "training":
         return training_row_cells()
+    if table == "ood":
+        return ood_row_cells()
     mean = {
         "mean reward [95% CI]": lambda cited: _with_ci(cited[0].get("mean_reward"), _ci_of(cited[0], "mean_reward"))
     }
@@ -163,11 +179,15 @@ def example_set(record: EvalRecord) -> ExampleSet:
 
 
 def comparable_groups(records: Sequence[EvalRecord]) -> list[tuple[ExampleSet, list[EvalRecord]]]:
-    """Records grouped by example set, each group `ranked`; the largest group first."""
+    """Records grouped by example set, each group `ranked`; the largest group first, the
+    out-of-distribution ones after every in-distribution one."""
     groups: dict[ExampleSet, list[EvalRecord]] = defaultdict(list)
     for record in records:
         groups[example_set(record)].append(record)
-    ordered = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0].split, -item[0].n, item[0].digest))
+    ordered = sorted(
+        groups.items(),
+        key=lambda item: (item[0].split == OOD_SPLIT, -len(item[1]), item[0].split, -item[0].n, item[0].digest),
+    )
     return [(key, ranked(group)) for key, group in ordered]
 
 
@@ -293,6 +313,75 @@ def paired_markdown(env: str, records: Sequence[EvalRecord], base: Path) -> list
     return [*lines, ""]
 
 
+OOD_METRICS = (("accuracy", "accuracy"), ("F1", "f1"), ("FNR", "fnr"), ("ECE", "ece"))
+"""What the OOD section shows of each split, and the gap between them."""
+OOD_HEADING = "## Out-of-distribution (OOD)"
+
+
+def ood_row_cells() -> dict[str, Any]:
+    """An OOD row's number cells: the OOD eval's summary is the first file it cites, the
+    in-distribution test eval's the second (absent: "-"); gap = OOD minus test."""
+
+    def test_side(render: Any) -> Any:
+        return lambda cited: render(cited[1]) if len(cited) > 1 else "-"
+
+    cells: dict[str, Any] = {
+        "n (test)": test_side(lambda summary: _fmt(summary.get("n_examples"))),
+        "n (ood)": lambda cited: _fmt(cited[0].get("n_examples")),
+    }
+    for title, key in OOD_METRICS:
+        cells[f"{title} (test)"] = test_side(lambda summary, key=key: _with_ci(summary.get(key), _ci_of(summary, key)))
+        cells[f"{title} (ood)"] = lambda cited, key=key: _with_ci(cited[0].get(key), _ci_of(cited[0], key))
+        cells[f"{title} gap"] = lambda cited, key=key: (
+            _delta(cited[0].get(key), cited[1].get(key)) if len(cited) > 1 else "-"
+        )
+    return cells
+
+
+def ood_pairs(records: Sequence[EvalRecord]) -> list[tuple[EvalRecord, EvalRecord | None]]:
+    """The latest OOD eval of each (env, model), with the in-distribution eval on the test
+    split it is read beside: the one of the same run (same model state, N and seed) when
+    there is one, else the latest; None when the model has no test eval among `records`."""
+    latest: dict[tuple[str, str], EvalRecord] = {}
+    for r in records:
+        if r.is_ood and ((r.env, r.model) not in latest or r.timestamp > latest[(r.env, r.model)].timestamp):
+            latest[(r.env, r.model)] = r
+    pairs = []
+    for key in sorted(latest):
+        ood = latest[key]
+        tests = [r for r in records if (r.env, r.model) == key and r.split == "test"]
+        same_run = [r for r in tests if r.run_id and r.run_id == ood.run_id]
+        chosen = max(same_run or tests, key=lambda r: r.timestamp, default=None)
+        pairs.append((ood, chosen))
+    return pairs
+
+
+def ood_markdown(records: Sequence[EvalRecord], base: Path) -> list[str]:
+    """The OOD section: per (env, model), the OOD figures beside the test split's and the gap;
+    each row cites the OOD summary, then the test one."""
+    lines = [OOD_HEADING, ""]
+    pairs = ood_pairs(records)
+    if not pairs:
+        return [*lines, "No eval on an out-of-distribution split.", ""]
+    cells = row_cells("ood", "")
+    lines += [
+        "Gap = OOD minus test: a negative accuracy or F1 gap, or a positive FNR or ECE gap, is what the model "
+        "loses out of distribution. Read it with both n.",
+        "",
+        "| env | model | " + " | ".join(cells) + " | run | data version | evals |",
+        "|---" * (len(cells) + 5) + "|",
+    ]
+    for ood, test in pairs:
+        cited = [ood.summary, *([test.summary] if test else [])]
+        links = f"[ood]({_link(ood, base)})" + (f" [test]({_link(test, base)})" if test else "")
+        lines.append(
+            f"| {ood.env} | {ood.model} | "
+            + " | ".join(render(cited) for render in cells.values())
+            + f" | {source_cells(ood.run_id, ood.data_version)} | {links} |"
+        )
+    return [*lines, ""]
+
+
 def _with_ci(value: Any, ci: list[float] | None) -> str:
     return f"{_fmt(value)} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else _fmt(value)
 
@@ -305,8 +394,10 @@ def weekly_markdown(
     base: Path,
     synthetic_volumes: dict[str, int] | None = None,
 ) -> str:
-    """Reward deltas (with CIs) against each model's previous eval, regressions, synthetic
-    data volumes and open risks."""
+    """Reward deltas (with CIs) against each model's previous eval, the out-of-distribution
+    figures beside the test split's (`ood_markdown`), regressions, synthetic data volumes and
+    open risks. `records`: the latest eval of each (env, model) and split kind; the OOD ones
+    appear only in their own section (and among themselves in the paired comparisons)."""
     lines = [f"# Weekly report {week}", ""]
     if any(r.summary.get("sample") for r in records):
         lines += ["> Numbers computed on bundled SAMPLE data, not the real corpora.", ""]
@@ -317,7 +408,7 @@ def weekly_markdown(
         "| env | model | " + " | ".join(cells) + " | run | data version | eval |",
         "|---" * (len(cells) + 5) + "|",
     ]
-    for r in sorted(records, key=lambda r: (r.env, r.model)):
+    for r in sorted(in_distribution(records), key=lambda r: (r.env, r.model)):
         prev = previous.get((r.env, r.model))
         cited = [r.summary, *([prev.summary] if prev else [])]
         links = f"[summary]({_link(r, base)})" + (f" [previous]({_link(prev, base)})" if prev else "")
@@ -326,7 +417,8 @@ def weekly_markdown(
             + " | ".join(render(cited) for render in cells.values())
             + f" | {source_cells(r.run_id, r.data_version)} | {links} |"
         )
-    lines += ["", "## Paired comparisons", ""]
+    lines += ["", *ood_markdown(records, base)]
+    lines += ["## Paired comparisons", ""]
     by_env: dict[str, list[EvalRecord]] = defaultdict(list)
     for record in records:
         by_env[record.env].append(record)
@@ -543,7 +635,8 @@ def monthly_report(
     """Markdown + HTML with PNG plots: reliability diagrams, reward trends per model and
     env, cost per model, the attacker success curves of the month's red-team tournaments, and
     the compute of each training materialization with sums per model and environment (`promoted`: env -> the promoted
-    checkpoint's path). Links are relative to `out_dir`, so the folder can be moved.
+    checkpoint's path), and the OOD section (`ood_markdown`; the plots show in-distribution
+    evals only). Links are relative to `out_dir`, so the folder can be moved.
     Returns the files written."""
     import matplotlib
 
@@ -557,6 +650,8 @@ def monthly_report(
         by_env[record.env].append(record)
 
     for env, env_records in by_env.items():
+        # The plots follow the in-distribution evals; OOD ones are in their own section.
+        env_records = in_distribution(env_records)
         curves = {r.model: reliability_points(r.run_dir) for r in ranked(env_records)}
         if any(curves.values()):  # labelling environments (E1, E4); E2/E3 answers carry no label
             fig = reliability_figure(plt, env, curves)
@@ -589,13 +684,19 @@ def monthly_report(
     md = [f"# Monthly report {month}", ""]
     if sample:
         md += ["> Numbers computed on bundled SAMPLE data, not the real corpora.", ""]
-    md += [f"{len(records)} eval materializations this month.", ""]
+    n_ood = sum(r.is_ood for r in records)
+    md += [
+        f"{len(records)} eval materializations this month"
+        + (f" ({n_ood} on the {OOD_SPLIT} split)." if n_ood else "."),
+        "",
+    ]
     for env in sorted(by_env):
         md += [scoreboard_markdown(env, by_env[env], out_dir)]
         md += [f"### Paired comparisons: {env}", "", *paired_markdown(env, by_env[env], out_dir)]
         if f"reliability_{env}" in files:
             md.append(f"![reliability]({files[f'reliability_{env}'].name})")
         md += [f"![trend]({files[f'trend_{env}'].name})", ""]
+    md += ood_markdown(records, out_dir)
     md += ["## Cost", "", f"![cost]({files['cost'].name})", ""]
     md += [f"- {model}: ${cost:.4f}" for model, cost in sorted(costs.items())]
     md += ["", "## Training compute", ""]
