@@ -8,7 +8,8 @@ Scoring (bench/scoring.py): E2 >= 100,000 rollouts/hour warm and >= 5,000 cold,
 E3 >= 3,000, each beside the naive one-process-per-rollout figure from the same run.
 Red team: E4 scoring >= 5,000 rollouts/s on one core on the runner's row path (`score_row`,
 what the pipeline runs; the same rows forced through verifiers' `task.score`, and the rewards
-alone, beside it), the embedded safety classifier
+alone, beside it), the safety judge E5/E6 score with (built from E5's rewards.toml; batched,
+one text per call beside it, and the rule judge beside both)
 >= 2,000 texts/s on one core (bench/safety.py), and E5/E6 dialogue throughput of the
 concurrent runner against a loopback model that takes 100 ms per call.
 
@@ -440,6 +441,13 @@ def bench_redteam() -> dict:
         "safety_classifier": safety["classifier"],
         "safety_classifier_texts_per_s": safety["texts_per_s"],
         "safety_classifier_mean_chars": safety["mean_chars"],
+        # One text per call (as the E5/E6 dialogues judge), and the rule judge timed beside
+        # it in the same process on the same texts.
+        "safety_classifier_texts_per_s_single": safety["texts_per_s_single"],
+        "safety_classifier_unsafe_share": safety["unsafe_share"],
+        "safety_rules_classifier": safety["rules_classifier"],
+        "safety_rules_texts_per_s": safety["rules_texts_per_s"],
+        "safety_rules_texts_per_s_single": safety["rules_texts_per_s_single"],
         **bench_dialogues(),
     }
 

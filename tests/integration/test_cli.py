@@ -139,7 +139,7 @@ def test_eval_e5_command_attacks_the_named_target_model(isolated: Path, monkeypa
         assert main(["eval", "e5", "--models", "heuristic", "--target", "loop-llm", "--n", "4"]) == 0
         assert len(server.requests) == 4 * 3  # four behaviors, three refused attacks each
     out = capsys.readouterr().out
-    assert "judged by sv-rules-safety@" in out
+    assert "judged by sv-learned-safety@" in out
     (run_dir,) = (isolated / "outputs" / "evals" / "sv-env-redteam-attack--heuristic").iterdir()
     metadata = json.loads((run_dir / "metadata.json").read_text())
     assert metadata["counterpart_model"]["name"] == "loop-llm"
