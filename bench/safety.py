@@ -74,6 +74,18 @@ def _shown(path: Path) -> str:
     return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
+def typical_items(examples) -> list[tuple[str, str | None, str]]:
+    """The labelled texts repeated to 600-1000 characters, a typical reply's length (agent
+    texts keep their context, as in scoring)."""
+    typical = []
+    for e in examples:
+        text = e.text
+        while len(text) < 600:
+            text = text + "\n" + e.text
+        typical.append((text[:1000], e.context, e.role))
+    return typical
+
+
 def classifier_throughput(seconds: float = 3.0) -> dict:
     """Texts per second of the scoring judge and of the rule judge on one core, over the
     labelled texts repeated to typical reply length (agent texts keep their context, as in
@@ -84,12 +96,7 @@ def classifier_throughput(seconds: float = 3.0) -> dict:
     classifier, reward_file = scoring_judge()
     rules = RuleSafetyClassifier()
     examples = read_labelled_set()
-    typical = []
-    for e in examples:
-        text = e.text
-        while len(text) < 600:
-            text = text + "\n" + e.text
-        typical.append((text[:1000], e.context, e.role))
+    typical = typical_items(examples)
     raw = [(e.text, e.context, e.role) for e in examples]
     verdicts = classifier.classify_many(typical)  # warm-up (and the learned judge's compiled form)
     rules.classify_many(typical)

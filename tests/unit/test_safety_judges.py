@@ -330,13 +330,9 @@ def _odd_items() -> list[tuple[str, str | None, str]]:
 
 def _padded_items() -> list[tuple[str, str | None, str]]:
     """The labelled texts repeated to 600-1000 characters, as bench/safety.py times them."""
-    padded = []
-    for e in EXAMPLES:
-        text = e.text
-        while len(text) < 600:
-            text = text + "\n" + e.text
-        padded.append((text[:1000], e.context, e.role))
-    return padded
+    from bench.safety import typical_items
+
+    return typical_items(EXAMPLES)
 
 
 @pytest.fixture(scope="module")

@@ -374,12 +374,17 @@ def ood_markdown(records: Sequence[EvalRecord], base: Path) -> list[str]:
     for ood, test in pairs:
         cited = [ood.summary, *([test.summary] if test else [])]
         links = f"[ood]({_link(ood, base)})" + (f" [test]({_link(test, base)})" if test else "")
-        lines.append(
-            f"| {ood.env} | {ood.model} | "
-            + " | ".join(render(cited) for render in cells.values())
-            + f" | {source_cells(ood.run_id, ood.data_version)} | {links} |"
-        )
+        lines.append(_cited_row(ood, cited, cells, links))
     return [*lines, ""]
+
+
+def _cited_row(record: EvalRecord, cited: list[dict[str, Any]], cells: dict[str, Any], links: str) -> str:
+    """A report table row: the cells rendered from the summaries it cites, then its source."""
+    return (
+        f"| {record.env} | {record.model} | "
+        + " | ".join(render(cited) for render in cells.values())
+        + f" | {source_cells(record.run_id, record.data_version)} | {links} |"
+    )
 
 
 def _with_ci(value: Any, ci: list[float] | None) -> str:
@@ -412,11 +417,7 @@ def weekly_markdown(
         prev = previous.get((r.env, r.model))
         cited = [r.summary, *([prev.summary] if prev else [])]
         links = f"[summary]({_link(r, base)})" + (f" [previous]({_link(prev, base)})" if prev else "")
-        lines.append(
-            f"| {r.env} | {r.model} | "
-            + " | ".join(render(cited) for render in cells.values())
-            + f" | {source_cells(r.run_id, r.data_version)} | {links} |"
-        )
+        lines.append(_cited_row(r, cited, cells, links))
     lines += ["", *ood_markdown(records, base)]
     lines += ["## Paired comparisons", ""]
     by_env: dict[str, list[EvalRecord]] = defaultdict(list)
