@@ -50,7 +50,7 @@ ENVIRONMENT = Environment(
         ("abstain", "abstain_rate"),
         ("errors", "n_errors"),
     ),
-    sample_note="synthetic flows in the IoT-23 and CIC-IDS-2017 layouts",
+    sample_note="synthetic flows in the IoT-23 layout; those in the CIC-IDS-2017 and UNSW-NB15 layouts form the OOD split",
     load_reward_settings=load_reward_settings,
     synthetic=SYNTHETIC,
     corpora=CORPORA,
