@@ -160,8 +160,9 @@ def test_monthly_report_lineage_reaches_the_corpora(isolated: Path):
     # Training compute: every checkpoint stage and ablation (none trained in this instance).
     compute = {key: parents.pop(key) for key in list(parents) if key.startswith(("checkpoint/", "ablation/"))}
     assert "checkpoint/e1/rlft_stage1" in compute and not any(node.materialized for node in compute.values())
-    evals = parents
-    assert all(key.startswith("eval/") for key in evals) and len(evals) > 3
+    evals = parents  # on the test split and, for E1, the OOD split (never run here)
+    assert all(key.startswith(("eval/", "eval_ood/")) for key in evals) and len(evals) > 3
+    assert "eval_ood/e1/heuristic" in evals and not evals["eval_ood/e1/heuristic"].materialized
     heuristic = evals.pop("eval/e1/heuristic")
     assert heuristic.materialized and heuristic.matched
     assert heuristic.data_version == data_version(latest(instance, "eval/e1/heuristic"))
