@@ -97,7 +97,7 @@ def build_ablation_asset(env_short: str) -> dg.AssetsDefinition:
             report_markdown,
             retrains_sft,
         )
-        from sv_dagster.training.sft_data import build_examples, load_tasks, read_rows, write_rows
+        from sv_dagster.training.sft_data import build_examples, load_tasks, read_rows, referenced_texts, write_rows
 
         names = config.experiments or list_experiments(env_short)
         if not names:
@@ -127,16 +127,17 @@ def build_ablation_asset(env_short: str) -> dg.AssetsDefinition:
             start = Path(sft.files["model"])
             if retrains_sft(default, variant):
                 rows_path = out / f"{name}-sft.jsonl"
+                tasks = load_tasks(ENVS[env_short], Path(sft_data.files["tasks"]))
                 examples = build_examples(
                     env_short,
-                    load_tasks(ENVS[env_short], Path(sft_data.files["tasks"])),
+                    tasks,
                     variant=variant.sft_variant,
                     seed=variant.seed,
                     context={"fix_pairs": read_rows(Path(dataset.files["fix_pairs"]))}
                     if "fix_pairs" in dataset.files
                     else {},
                 )
-                write_rows(rows_path, (e.sft_row() for e in examples))
+                write_rows(rows_path, (e.sft_row() for e in examples), by_reference=referenced_texts(tasks))
                 sft_out = checkpoint_dir(context, model, f"ablation-{name}-sft")
                 record = run_training_stage(
                     context,

@@ -23,6 +23,7 @@ from sv_dagster.core.data.corpora import (
     load_corpus,
     resolve_location,
 )
+from sv_dagster.core.data.corpora.build import corpus_rows_by_reference
 
 
 class CorpusConfig(dg.Config):
@@ -86,7 +87,7 @@ def build_corpus_asset(spec: SourceSpec) -> dg.AssetsDefinition:
             )
         out = artifact_dir(context, "corpora", spec.id)
         rows = out / "rows.parquet"
-        write_table(loaded.frame, rows)
+        write_table(corpus_rows_by_reference(spec, loaded.frame), rows)
         info = loaded.info
         facts = {
             "source_id": spec.id,

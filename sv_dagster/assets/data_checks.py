@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import dagster as dg
-import pandas as pd
 
 from sv_dagster.assets.common import LONG_WORK_ROWS
 from sv_dagster.core.data.corpora import SourceSpec
+from sv_dagster.core.data.corpora.build import read_corpus_rows
 from sv_dagster.core.envs import EnvSpec
 from sv_dagster.instance import local_artifact_path
 
@@ -75,7 +75,7 @@ def build_corpus_check(spec: SourceSpec) -> dg.AssetChecksDefinition:
 
         folder = _latest_dir(context, key)
         facts = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
-        frame = pd.read_parquet(folder / "rows.parquet")
+        frame = read_corpus_rows(folder / "rows.parquet")
         with _announced(context, f"corpus/{spec.id}", len(frame)):
             result = corpus_suite(
                 spec,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 
 import dagster as dg
-import pandas as pd
 from pydantic import Field
 
 from sv_dagster.assets.common import LONG_WORK_ROWS, artifact_dir, write_json
@@ -22,6 +21,7 @@ from sv_dagster.core.data.corpora.build import (
     build_dataset,
     build_user_dataset,
     check_config,
+    read_corpus_rows,
 )
 from sv_dagster.core.data.user_dataset import UserDatasetError, usable_user_rows
 from sv_dagster.core.envs import EnvSpec
@@ -81,7 +81,7 @@ def build_dataset_asset(env: EnvSpec, sources: list[SourceSpec]) -> dg.AssetsDef
             raise dg.Failure(description=str(exc)) from exc
         inputs = [
             CorpusInput(
-                spec, pd.read_parquet(corpora[spec.id].files["rows"]), bool(corpora[spec.id].facts.get("sample"))
+                spec, read_corpus_rows(corpora[spec.id].files["rows"]), bool(corpora[spec.id].facts.get("sample"))
             )
             for spec in sources
         ]

@@ -138,6 +138,7 @@ def build_sft_data_asset(env_short: str) -> dg.AssetsDefinition:
             build_examples,
             load_tasks,
             read_rows,
+            referenced_texts,
             summarize,
             write_rows,
         )
@@ -176,27 +177,25 @@ def build_sft_data_asset(env_short: str) -> dg.AssetsDefinition:
         tasks_path = out / "tasks" / "train.jsonl"
         n_tasks = _concat_jsonl(sources, tasks_path, config.max_rows, drop=leaks.offending())
         held_out = (
-            [json.loads(line).get("question") for line in Path(dataset.files["test"]).open()]
-            if "test" in dataset.files
-            else []
+            [row.get("question") for row in read_rows(Path(dataset.files["test"]))] if "test" in dataset.files else []
         )
         extra: dict[str, Any] = {"held_out_prompts": [q for q in held_out if q]}
         if "fix_pairs" in dataset.files:
             extra["fix_pairs"] = read_rows(Path(dataset.files["fix_pairs"]))
         try:
-            examples = build_examples(
-                env_short, load_tasks(env, tasks_path), variant=variant, seed=training.seed, context=extra
-            )
+            tasks = load_tasks(env, tasks_path)
+            examples = build_examples(env_short, tasks, variant=variant, seed=training.seed, context=extra)
         except SftDataError as exc:
             raise dg.Failure(str(exc)) from exc
+        harmful = referenced_texts(tasks)
         files = {
             "sft": out / "sft.jsonl",
             "grpo": out / "grpo.jsonl",
             "tasks": tasks_path,
             "leakage": out / "leakage.json",
         }
-        write_rows(files["sft"], (e.sft_row() for e in examples))
-        write_rows(files["grpo"], (e.grpo_row() for e in examples if e.task_key))
+        write_rows(files["sft"], (e.sft_row() for e in examples), by_reference=harmful)
+        write_rows(files["grpo"], (e.grpo_row() for e in examples if e.task_key), by_reference=harmful)
         report = {
             "env": env_short,
             "variant": variant,
@@ -731,6 +730,7 @@ def build_stage2_asset(owner: str, config: TrainingConfig) -> dg.AssetsDefinitio
     ) -> Artifact:
         from sv_dagster.training.curriculum import curriculum_rows
         from sv_dagster.training.sft_data import read_rows, write_rows
+        from sv_shared.textrefs import texts_in_files
 
         training = resolve_config(owner, config)
         out = checkpoint_dir(context, f"{training.model.name}-curriculum", "rlft_stage2")
@@ -738,7 +738,7 @@ def build_stage2_asset(owner: str, config: TrainingConfig) -> dg.AssetsDefinitio
         rows = curriculum_rows(by_env, training.curriculum, seed=training.seed)
         data_path = out.with_name(out.name + ".curriculum.jsonl")
         out.parent.mkdir(parents=True, exist_ok=True)
-        write_rows(data_path, rows)
+        write_rows(data_path, rows, by_reference=texts_in_files(Path(a.files["grpo"]) for a in sft.values()))
         data = {
             "train": str(data_path),
             **{f"tasks/{e}": str(a.files["tasks"]) for e, a in ((n.removeprefix("sft_"), a) for n, a in sft.items())},

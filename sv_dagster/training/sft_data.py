@@ -20,6 +20,7 @@ from typing import Any
 
 from sv_dagster.core.data import leakage
 from sv_dagster.core.envs import ENVS, EnvSpec
+from sv_shared import textrefs
 from sv_shared.sft import SftExample
 
 
@@ -70,19 +71,35 @@ def build_examples(
     return examples
 
 
-def write_rows(path: Path, rows: Iterable[dict[str, Any]]) -> int:
+def referenced_texts(tasks: Iterable[Any]) -> list[str]:
+    """The harmful request texts `tasks` were built from by reference (`sv_shared.textrefs`):
+    rows written from those tasks carry them as markers again."""
+    digests = {
+        digest for task in tasks for digest in (getattr(task.data, "info", None) or {}).get(textrefs.REFS_FIELD) or []
+    }
+    return [textrefs.get(digest) for digest in sorted(digests)]
+
+
+def write_rows(path: Path, rows: Iterable[dict[str, Any]], *, by_reference: Iterable[str] = ()) -> int:
+    """Write `rows` as JSONL, each of the `by_reference` texts as its text-store marker."""
+    references = textrefs.References(by_reference)
     path.parent.mkdir(parents=True, exist_ok=True)
     count = 0
     with path.open("w", encoding="utf-8") as handle:
         for row in rows:
-            handle.write(json.dumps(row, sort_keys=True) + "\n")
+            handle.write(json.dumps(references(row), sort_keys=True) + "\n")
             count += 1
     return count
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:
+    """The rows of a JSONL file, markers replaced by their texts."""
     with path.open(encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+        return [
+            textrefs.hydrate_row(json.loads(line), where=f"{path}:{number}")
+            for number, line in enumerate(handle, 1)
+            if line.strip()
+        ]
 
 
 def summarize(examples: list[SftExample]) -> dict[str, Any]:

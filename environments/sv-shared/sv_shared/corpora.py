@@ -124,6 +124,9 @@ class SourceSpec:
     default: bool = True
     """False: an opt-in source, which feeds its datasets only when chosen (`SV_SOURCE_<ID>`, or
     `SV_CORPORA=online`); its corpus asset exists either way."""
+    text_by_reference: bool = False
+    """True: the source's request texts are harmful; datasets and results carry them as
+    `sv_shared.textrefs` markers, never as text."""
 
     @property
     def env_var(self) -> str:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from sv_shared import textrefs
 from sv_shared.parsing import MAX_JSON_DEPTH, json_nested_deeper_than
 
 MAX_LINE_CHARS = 16_000_000
@@ -77,6 +78,11 @@ def json_objects(path: str | Path, errors: list[str]) -> Iterator[tuple[int, str
                 continue
             if not isinstance(row, dict):
                 errors.append(f"{where}: expected a JSON object, got {type(row).__name__}")
+                continue
+            try:
+                row = textrefs.hydrate_row(row, where=where)
+            except textrefs.MissingTextError as exc:
+                errors.append(str(exc))
                 continue
             yield line_no, where, row
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sv_shared import textrefs
 from sv_shared.rewardconfig import RewardConfigError, RewardToml
 from sv_shared.safety import SafetyClassifier, SafetyVerdict, load_classifier, parse_withheld_marker, withheld_marker
 
@@ -349,7 +350,7 @@ def defender_probe_rows(attacks: list[str], bundled: Path) -> list[dict[str, Any
     and the defense dataset's probes that must not be refused (benign and over-refusal)."""
     rows = [attack_probe_row(f"tournament-attack-{i:03d}", text, "tournament") for i, text in enumerate(attacks)]
     for line in bundled.read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
+        row = textrefs.hydrate_row(json.loads(line), where=str(bundled))
         if row.get("info", {}).get("kind") in ("benign", "over_refusal"):
             rows.append(row)
     return rows

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sv_dagster.core.artifacts.paths import CONFIGS_DIR
 from sv_dagster.core.artifacts.yamlfile import read_yaml_mapping
+from sv_shared import textrefs
 
 CONFIG_PATH = CONFIGS_DIR / "leakage.yaml"
 REFERENCE_SPLITS = ("dev", "test", "corpus_test", "ood")
@@ -156,6 +157,7 @@ def read_text_rows(path: Path, canonical: Callable[[Row], str]) -> Iterator[Text
             except json.JSONDecodeError:
                 continue
             if isinstance(row, dict):
+                row = textrefs.hydrate_row(row, where=f"{path}:{number}")
                 yield TextRow(str(path), number, None if row.get("id") is None else str(row["id"]), canonical(row))
 
 

@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from sv_dagster.core.data.corpora.schemas import corpus_spec
+from sv_shared import textrefs
 from sv_shared.corpora import RowSchema, content_hash, labels_of, normalized_hash
 
 TASK_FILES = ("train", "dev", "test", "corpus_test", "ood")
@@ -253,7 +254,8 @@ def _read_rows(path: Path) -> Iterator[dict[str, Any]]:
             if line.strip():
                 try:
                     row = json.loads(line)
-                except ValueError:
+                    row = textrefs.hydrate_row(row, where=f"{path.name}:{number}") if isinstance(row, dict) else None
+                except (ValueError, textrefs.MissingTextError):
                     row = None
                 yield row if isinstance(row, dict) else {"__unparsable__": f"{path.name}:{number}"}
 

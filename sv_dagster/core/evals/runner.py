@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from sv_dagster.core.artifacts.redaction import redact_text
 from sv_dagster.core.evals.triage import is_refusal
+from sv_shared import textrefs
 
 if TYPE_CHECKING:  # verifiers and openai take seconds to import; readers of results.jsonl need neither
     import verifiers.v1 as vf
@@ -87,7 +88,7 @@ class _ResultsWriter:
         self.lock = asyncio.Lock()
 
     async def write(self, row: dict[str, Any]) -> None:
-        line = redact_text(json.dumps(row, default=str))
+        line = redact_text(json.dumps(textrefs.referenced_again(row), default=str))
         async with self.lock:
             self.handle.write(line + "\n")
             self.handle.flush()

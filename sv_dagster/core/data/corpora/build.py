@@ -27,7 +27,8 @@ from sv_dagster.core.data.corpora.normalize import normalise
 from sv_dagster.core.data.corpora.schemas import corpus_spec
 from sv_dagster.core.data.user_dataset import UserRows
 from sv_dagster.core.envs import ENVS
-from sv_shared.corpora import Curation, Item, Normalised, SourceSpec
+from sv_shared import textrefs
+from sv_shared.corpora import Curation, Item, Normalised, RowSchema, SourceSpec
 
 
 class DatasetConfigError(ValueError):
@@ -77,6 +78,46 @@ def _bundled_rows(env: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def corpus_rows_by_reference(spec: SourceSpec, frame: pd.DataFrame) -> pd.DataFrame:
+    """What `corpus/<id>` stores of a source whose texts are harmful: its text columns (those
+    `columns` maps an environment field to) as text-store markers. Other sources as read."""
+    text_columns = [c for c in dict.fromkeys(spec.columns.values()) if c in frame.columns]
+    if not spec.text_by_reference or not text_columns:
+        return frame
+    frame = frame.copy()
+    for column in text_columns:
+        frame[column] = frame[column].map(lambda v: textrefs.put(v) if isinstance(v, str) and v.strip() else v)
+    return frame
+
+
+def read_corpus_rows(path: Path) -> pd.DataFrame:
+    """A stored corpus table, with any text-store markers replaced by their texts."""
+    frame = pd.read_parquet(path)
+
+    def marked(value: Any) -> bool:
+        return isinstance(value, str) and textrefs.MARKER.search(value) is not None
+
+    for column in frame.columns:
+        if pd.api.types.is_numeric_dtype(frame[column]) or pd.api.types.is_datetime64_any_dtype(frame[column]):
+            continue  # no text here
+        if frame[column].map(marked).any():
+            frame[column] = frame[column].map(
+                lambda v: textrefs.hydrate(v, where=str(path)) if isinstance(v, str) else v
+            )
+    return frame
+
+
+def _texts_by_reference(row: dict[str, Any], sources: set[str], schema: RowSchema) -> dict[str, Any]:
+    """`row` with its request texts (the question, each turn, and the text its environment's
+    schema names, e.g. E5's goal) as text-store markers wherever they occur, when it comes
+    from a source whose texts are harmful; other rows as they are."""
+    info = row.get("info") if isinstance(row.get("info"), dict) else {}
+    if info.get("source") not in sources:
+        return row
+    turns = info.get("turns") if isinstance(info.get("turns"), list) else []
+    return textrefs.by_reference(row, [row.get("question"), *turns, schema.text(row)])
+
+
 def _curate_items(
     env: str,
     parts: list[tuple[SourceSpec, Normalised]],
@@ -97,11 +138,13 @@ def _curate_items(
         dev_frac=dev_frac,
         test_frac=test_frac,
     )
+    by_reference = {spec.id for spec, _ in parts if spec.text_by_reference}
+    schema = corpus_spec(env).schema
     files: dict[str, Path] = {}
     for name, rows in curated.files.items():
         if rows:
             files[name] = out / f"{name}.jsonl"
-            write_jsonl(files[name], rows)
+            write_jsonl(files[name], [_texts_by_reference(row, by_reference, schema) for row in rows])
     return Curation(
         files,
         {name: len(rows) for name, rows in curated.files.items()},

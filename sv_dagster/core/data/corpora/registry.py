@@ -203,6 +203,7 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
         "files",
         "json_key",
         "default",
+        "text_by_reference",
     }
     options = {k: v for k, v in raw.items() if k not in known}
     allowed_options = {option for normalizer in readers for option in normalizer.options}
@@ -241,6 +242,7 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
         wheel_files=wheel_files,
         json_key=str(raw["json_key"]) if raw.get("json_key") else None,
         default=bool(raw.get("default", True)),
+        text_by_reference=bool(raw.get("text_by_reference", False)),
     )
 
 

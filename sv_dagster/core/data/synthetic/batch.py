@@ -24,6 +24,7 @@ from typing import Any
 from sv_dagster.core.data.synthetic.files import EXAMPLES_FILE, METADATA_FILE, QUEUE_FILE
 from sv_dagster.core.data.synthetic.sampling import Sample, sample_variations
 from sv_dagster.core.models.registry import ModelSpec
+from sv_shared import textrefs
 from sv_shared.synthetic import Reject, RowGenerator
 
 REJECTS_FILE = "rejects.jsonl"
@@ -52,6 +53,9 @@ class BatchSpec:
     variations: int = 4
     """Template rows each (model, temperature) pair varies."""
     sampling_concurrency: int = 8
+    by_reference: tuple[str, ...] = ()
+    """Harmful request texts of the seeds (`sv_shared.textrefs`): written as markers wherever a
+    row repeats them."""
     held_out: Callable[[Sequence[dict[str, Any]]], list[str | None]] | None = None
     """Per accepted row, why it may not be kept (it duplicates or nearly duplicates a dev/test
     row), or None: such rows become rejects at stage "leakage". None: nothing to compare with."""
@@ -295,6 +299,8 @@ def run_batch(
         "spot_check": out / QUEUE_FILE,
         "metadata": out / METADATA_FILE,
     }
+    references = textrefs.References(spec.by_reference)
+    accepted = [references(row) for row in accepted]
     write_jsonl(files["examples"], accepted)
     write_jsonl(files["rejects"], [r.to_dict() for r in all_rejects])
     spot = set(spot_check_ids([str(r["id"]) for r in accepted], spec.spot_fraction, spec.seed))

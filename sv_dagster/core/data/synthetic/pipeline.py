@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from sv_dagster.core.data.synthetic.batch import BatchResult, BatchSpec, run_batch
 from sv_dagster.core.data.synthetic.columnar import run_columnar_batch
-from sv_dagster.core.data.synthetic.files import METADATA_FILE
+from sv_dagster.core.data.synthetic.files import EXAMPLES_FILE, METADATA_FILE
 from sv_dagster.core.data.synthetic.review import accepted_examples
 from sv_dagster.core.envs import ENVS
+from sv_shared import textrefs
 from sv_shared.synthetic import PairedBatch, SyntheticInputs, SyntheticSpec
 
 TOURNAMENT_FILE = "tournament.json"
@@ -56,9 +57,8 @@ def paired_batch(batch_dir: Path | None) -> PairedBatch | None:
     if batch_dir is None or not (Path(batch_dir) / METADATA_FILE).is_file():
         return None
     accepted = accepted_examples(Path(batch_dir))
-    return PairedBatch(
-        f"synthetic/{accepted.env}", accepted.batch_id, accepted.rows, accepted.excluded, accepted.decision_ids
-    )
+    rows = [textrefs.hydrate_row(row, where=str(batch_dir)) for row in accepted.rows]
+    return PairedBatch(f"synthetic/{accepted.env}", accepted.batch_id, rows, accepted.excluded, accepted.decision_ids)
 
 
 def build_batch(
@@ -77,6 +77,11 @@ def build_batch(
         options=options,
     )
     seeds = synthetic.read_seeds(inputs)
+    seed_files = [
+        *(sorted(Path(upstream.dataset_dir).glob("*.jsonl")) if upstream.dataset_dir else []),
+        *([Path(upstream.paired_batch_dir) / EXAMPLES_FILE] if upstream.paired_batch_dir else []),
+    ]
+    spec = replace(spec, by_reference=tuple(textrefs.texts_in_files(seed_files)))
     if synthetic.table:
         return run_columnar_batch(
             spec, seeds.data, seeds.sources, seeds.facts, seeds.rejects, options=options, write_jsonl=write_jsonl

@@ -32,6 +32,7 @@ from typing import Any
 from sv_dagster.core.artifacts.paths import outputs_root
 from sv_dagster.core.data.synthetic.files import EXAMPLES_FILE, METADATA_FILE, QUEUE_FILE, rows_from_parquet
 from sv_dagster.core.envs import ENVS
+from sv_shared import textrefs
 
 VERDICTS = ("accept", "reject")
 
@@ -78,7 +79,11 @@ def read_queue(batch_dir: Path) -> list[dict[str, Any]]:
     path = Path(batch_dir) / QUEUE_FILE
     if not path.is_file():
         raise ReviewError(f"no review queue ({QUEUE_FILE}) in {batch_dir}")
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        textrefs.hydrate_row(json.loads(line), where=str(path))
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
 
 
 def read_decisions(env: str, partition: str, batch_id: str | None = None, root: Path | None = None) -> list[Decision]:
