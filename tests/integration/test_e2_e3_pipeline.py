@@ -39,9 +39,10 @@ def test_e2_evals_record_tools_their_versions_and_the_oracles_tool_calls(isolate
     # Provenance as the instance stores it (the event log), not just the files.
     oracle = latest(instance, "eval/e2/tool_oracle").asset_materialization.metadata
     tools = oracle["tools"].value
-    assert set(tools) == {"opa", "semgrep", "checkov", "kubelinter"}
-    for name in ("opa", "semgrep", "checkov"):
+    assert set(tools) == {"opa", "semgrep", "checkov", "kubelinter", "kubelinter_rego"}
+    for name in ("opa", "semgrep", "checkov", "kubelinter_rego"):  # KubeLinter's checks as Rego: on by default
         assert tools[name]["available"] is True and tools[name]["ruleset_hash"], name
+    assert tools["kubelinter_rego"]["ruleset_hash"] != tools["opa"]["ruleset_hash"]
     assert tools["semgrep"]["version"][0].isdigit() and tools["checkov"]["version"][0].isdigit()
     assert tools["kubelinter"]["available"] is (shutil.which("kube-linter") is not None)
     run_dir = Path(oracle["artifact_path"].value)
@@ -53,8 +54,9 @@ def test_e2_evals_record_tools_their_versions_and_the_oracles_tool_calls(isolate
     assert summary["tool_cache"]["hits"] + summary["tool_cache"]["misses"] > 0
     rows = read_results(run_dir / "results.jsonl")
     called = {call["name"] for row in rows for call in row["tool_calls"]}
-    assert {"run_opa", "run_semgrep", "run_checkov"} <= called
+    assert {"run_opa", "run_semgrep", "run_checkov", "run_kubelinter_rego"} <= called
     assert all(row["details"]["detection"]["f1"] == 1.0 for row in rows)
+    assert any(vid.startswith("kubelinter_rego/") for row in rows for vid in row["details"]["oracle"])
 
     heuristic_dir = Path(latest(instance, "eval/e2/heuristic").asset_materialization.metadata["artifact_path"].value)
     heuristic = json.loads((heuristic_dir / "summary.json").read_text())

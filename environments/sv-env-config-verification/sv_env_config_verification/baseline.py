@@ -190,13 +190,42 @@ def heuristic_reply(prompt: str) -> str:
 # --- oracle ----------------------------------------------------------------------------
 
 _HARDENED_CONTAINER = {"allowPrivilegeEscalation": False, "privileged": False}
+_REPLICATED = {"Deployment", "StatefulSet", "ReplicaSet", "ReplicationController"}
+_JOB_TTL_S = 86400
+
+
+def _spread_over_nodes(labels: dict) -> dict[str, Any]:
+    """A preferred podAntiAffinity term keeping a workload's own replicas on separate nodes."""
+    term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": dict(labels)}}
+    return {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": term}]}
+
+
+def _scheduling_fix(kind: Any, spec: dict, pod: dict, base: str, kubelinter: Collection[str]) -> list[dict[str, Any]]:
+    """Anti-affinity for a workload with several replicas and none, keyed on its own pod
+    labels; a podAntiAffinity the file already has is never overwritten."""
+    replicas, affinity = spec.get("replicas", 1), pod.get("affinity") or {}
+    labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels")
+    if not (
+        "no-anti-affinity" in kubelinter
+        and kind in _REPLICATED
+        and isinstance(replicas, int)
+        and replicas >= 2
+        and isinstance(affinity, dict)
+        and not affinity.get("podAntiAffinity")
+        and isinstance(labels, dict)
+        and labels
+    ):
+        return []
+    return [
+        {"op": "add", "path": f"{base}/affinity", "value": {**affinity, "podAntiAffinity": _spread_over_nodes(labels)}}
+    ]
 
 
 def kubernetes_fix(content: str, rules: set[str], kubelinter: Collection[str] = ()) -> list[dict[str, Any]]:
     """A JSON patch fixing the findings it can (privileged, escalation, root, host
     namespaces, limits; of `kubelinter`, the kubelinter_rego rule ids, a writable root
-    filesystem, a missing CPU request or memory limit); image tags, hostPath and RBAC need a
-    human and are left alone."""
+    filesystem, a missing CPU request or memory limit, replicas without anti-affinity, a
+    Job never cleaned up); image tags, hostPath and RBAC need a human and are left alone."""
     try:
         documents = load_yaml_documents(content)
     except InputError:
@@ -216,6 +245,14 @@ def kubernetes_fix(content: str, rules: set[str], kubelinter: Collection[str] = 
         else:
             base = f"{prefix}/spec/template/spec"
         pod = copy.deepcopy(_pod_spec(value))
+        spec = value["spec"]  # a dict: _pod_spec found a pod spec in it
+        ops += _scheduling_fix(kind, spec, pod, base, kubelinter)
+        if (
+            "job-ttl-seconds-after-finished" in kubelinter
+            and kind == "Job"
+            and spec.get("ttlSecondsAfterFinished") is None
+        ):
+            ops.append({"op": "add", "path": f"{prefix}/spec/ttlSecondsAfterFinished", "value": _JOB_TTL_S})
         for key, rule in (
             ("hostNetwork", "k8s-host-network"),
             ("hostPID", "k8s-host-pid"),

@@ -7,8 +7,9 @@ allowPrivilegeEscalation, hostPath, unpinned image, no limits, RBAC wildcards; d
 encryption (EBS, RDS, S3), public ACLs, public access block off, open SSH/RDP ingress, IAM
 wildcard actions. The pair (vulnerable -> fixed) is kept with its unified diff.
 
-Labels are never taken on trust: `label_pairs` runs E2's own tools (OPA in-process, Semgrep
-and Checkov batched, one process per tool for the whole batch) on both files. A pair stands
+Labels are never taken on trust: `label_pairs` runs E2's own tools (OPA and KubeLinter's
+default checks as Rego in-process, Semgrep and Checkov batched, one process per tool for the
+whole batch) on both files. A pair stands
 when the vulnerable file triggers the Rego rule the operator targets and the fixed file has
 no finding from any tool; `expected` then records every tool's findings on the vulnerable
 file. Clean rows (renamed seeds) stand when no tool flags them.
@@ -31,9 +32,12 @@ from sv_env_config_verification.dataset import bundled_examples, read_examples
 from sv_env_config_verification.inputs import InputError, file_kind, load_terraform, load_yaml_documents
 
 GENERATOR_ID = "sv-env-config-verification/synthetic"
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
+"""2: the Kubernetes templates also pass KubeLinter's default checks (a default tool now)."""
 
-# Small hardened templates beside the bundled clean files (more shapes to mutate).
+# Small hardened templates beside the bundled clean files (more shapes to mutate). A clean
+# seed must pass every default tool, `kubelinter_rego` included: CPU requests, a read-only
+# root filesystem and, with several replicas, pod anti-affinity.
 TEMPLATES: dict[str, str] = {
     "statefulset.yaml": """apiVersion: apps/v1
 kind: StatefulSet
@@ -50,6 +54,15 @@ spec:
       labels:
         app: ledger
     spec:
+      affinity:
+        podAntiAffinity:
+          preferredDuringSchedulingIgnoredDuringExecution:
+            - weight: 100
+              podAffinityTerm:
+                topologyKey: kubernetes.io/hostname
+                labelSelector:
+                  matchLabels:
+                    app: ledger
       securityContext:
         runAsNonRoot: true
         runAsUser: 10001
@@ -60,6 +73,8 @@ spec:
             allowPrivilegeEscalation: false
             readOnlyRootFilesystem: true
           resources:
+            requests:
+              cpu: 100m
             limits:
               cpu: 250m
               memory: 256Mi
@@ -85,7 +100,10 @@ spec:
           image: example/node-metrics:0.9.2
           securityContext:
             allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
           resources:
+            requests:
+              cpu: 20m
             limits:
               cpu: 100m
               memory: 64Mi
@@ -114,6 +132,8 @@ spec:
         allowPrivilegeEscalation: false
         readOnlyRootFilesystem: true
       resources:
+        requests:
+          cpu: 100m
         limits:
           cpu: 300m
           memory: 192Mi
@@ -137,7 +157,10 @@ spec:
               image: example/db-tools:5.0.3
               securityContext:
                 allowPrivilegeEscalation: false
+                readOnlyRootFilesystem: true
               resources:
+                requests:
+                  cpu: 50m
                 limits:
                   cpu: 100m
                   memory: 128Mi

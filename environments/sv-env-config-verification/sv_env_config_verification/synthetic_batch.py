@@ -1,7 +1,7 @@
 """E2's daily synthetic batch for the pipeline: seed files (the generator's clean
 templates, the clean rows of the curated train split, optionally the bundled test files)
 and the row generator over `synthetic`, validated by E2's own record check and labelled by
-its tools (OPA/Rego, Semgrep, Checkov)."""
+its tools (OPA/Rego, KubeLinter's default checks as Rego, Semgrep, Checkov)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def read_seeds(inputs: SyntheticInputs) -> Seeds:
 class MutantGenerator:
     """Clean seed files and their mutated (vulnerable) variants with the fixing diff."""
 
-    verifier = "E2 tools: OPA/Rego (in-process), Semgrep and Checkov (batched)"
+    verifier = "E2 tools: OPA/Rego and kubelinter_rego (in-process), Semgrep and Checkov (batched)"
     generator_id = f"{synthetic.GENERATOR_ID}@{synthetic.GENERATOR_VERSION}"
 
     def __init__(self, seeds: Sequence[Any], *, clean_share: float = 0.25, tools: Sequence[str] | None = None) -> None:

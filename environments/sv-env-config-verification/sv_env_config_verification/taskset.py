@@ -58,12 +58,13 @@ class ConfigVerificationData(vf.TaskData):
 class ConfigVerificationTaskConfig(vf.TaskConfig):
     reward_config: Path | None = None
     """TOML with reward weights and severity weights; unset uses the packaged rewards.toml."""
-    max_tool_calls: int = Field(4, ge=0)
-    """Tool calls a model may make per rollout (`task.tool_budget`)."""
+    max_tool_calls: int = Field(5, ge=0)
+    """Tool calls a model may make per rollout (`task.tool_budget`): by default one for each
+    tool that can scan a Kubernetes file (opa, semgrep, checkov, kubelinter, kubelinter_rego)."""
     tools: list[str] | None = None
     """Tools to use (subset of opa, semgrep, checkov, kubelinter, kubelinter_rego); unset:
-    $SV_E2_TOOLS, else every default tool that is installed (kubelinter_rego, KubeLinter's
-    default checks as the project's Rego, is opt-in)."""
+    $SV_E2_TOOLS, else every tool that is installed (kubelinter_rego, KubeLinter's default
+    checks as the project's Rego, included; list the others to leave it out)."""
     mcp_tools: bool = False
     """Also serve the tools to verifiers' own harness as an MCP `vf.Toolset` (a server
     process per rollout); off by default, our runner calls `task.tool_functions()`."""

@@ -1,7 +1,7 @@
 """E2's security tools behind one interface: in-process Rego plus the shared CLI scanners.
 
-`ToolSuite` owns the in-process Rego evaluators (`opa`, the project's policies, and, when
-asked for, `kubelinter_rego`, KubeLinter's default checks written as Rego) and one
+`ToolSuite` owns the in-process Rego evaluators (`opa`, the project's policies, and
+`kubelinter_rego`, KubeLinter's default checks written as Rego) and one
 `sv_shared.tools.Scanner` per CLI tool (Semgrep with the project's own local rules,
 Checkov's built-in checks, KubeLinter when its binary is installed). Every file is parsed
 with E2's bounded parsers first, so a YAML bomb, a huge file, binary garbage, broken HCL or
@@ -28,10 +28,11 @@ from sv_env_config_verification.opa import KUBELINTER_REGO, KubeLinterRegoEvalua
 from sv_shared.tools import Finding, Scanner, ToolCache, ToolResult, default_cache
 
 TOOL_NAMES: tuple[str, ...] = ("opa", "semgrep", "checkov", "kubelinter", KUBELINTER_REGO)
-DEFAULT_TOOLS: tuple[str, ...] = ("opa", "semgrep", "checkov", "kubelinter")
-"""Tools used when none are named. `kubelinter_rego` is opt-in (name it in the task config's
-`tools` or in $SV_E2_TOOLS): it flags hygiene (writable root filesystems, CPU requests,
-anti-affinity) on nearly every workload, which changes the bundled examples' oracle."""
+DEFAULT_TOOLS: tuple[str, ...] = ("opa", "semgrep", "checkov", "kubelinter", KUBELINTER_REGO)
+"""Tools used when none are named: all of them. `kubelinter` runs only where its binary is
+installed; `kubelinter_rego` needs none, so KubeLinter's default checks always run. Name a
+narrower set in the task config's `tools` or in $SV_E2_TOOLS (e.g.
+"opa,semgrep,checkov,kubelinter" leaves out `kubelinter_rego`)."""
 _IN_PROCESS = ("opa", KUBELINTER_REGO)
 _KINDS = {
     "opa": {"kubernetes", "terraform"},
@@ -122,8 +123,8 @@ class ToolSuite:
         return tuple(name for name in self.available if kind in _KINDS[name])
 
     def versions(self) -> dict[str, dict[str, Any]]:
-        """Every default tool, and any opt-in one that is enabled: available, version,
-        ruleset_hash (provenance)."""
+        """Every default tool, and any other one that is enabled: available, version,
+        ruleset_hash (provenance); a tool left out of this suite is reported "disabled"."""
         out: dict[str, dict[str, Any]] = {}
         for name in TOOL_NAMES:
             if name not in DEFAULT_TOOLS and name not in self.enabled:
