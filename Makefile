@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export DAGSTER_HOME ?= $(CURDIR)/.dagster
 
 EVAL_TARGETS := eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
-.PHONY: setup system-packages demo test lint ui bench lock clean samples check $(EVAL_TARGETS)
+.PHONY: setup system-packages demo test lint ui bench bench-serving lock clean samples check $(EVAL_TARGETS)
 
 # make eval-e1 MODELS="gpt-5-mini heuristic" N=32 [SEED=42]
 # make eval-e2 MODELS="gpt-5-mini tool-oracle" N=10 INCLUDE_TOOLS=false
@@ -80,6 +80,10 @@ ui: setup
 
 bench: setup
 	$(BIN)/python bench/run.py
+
+# Served SmolLM2 against plain generate (one at a time, batched); converts the model on first use.
+bench-serving: setup
+	$(BIN)/python bench/serving.py --write
 
 # Maintainers: re-pin the whole dependency set after editing requirements.in or a pyproject.
 # torch resolves against the CPU build on this machine's disk (/opt/wheels), so the lock holds

@@ -36,7 +36,13 @@ class ModelRegistry(dg.ConfigurableResource):
         """`checkpoint`: the folder a trained (`local`) model's weights come from."""
         from sv_dagster.core.models.backends import make_backend  # the openai client: ~1 s to import
 
-        return make_backend(self.spec(name), env_id, checkpoint)
+        spec = self.spec(name)
+        if spec.serve is None:
+            return make_backend(spec, env_id, checkpoint)
+        from sv_dagster.resources.serving import ModelServing  # converts a catalog model on first use
+
+        serving = ModelServing()
+        return make_backend(spec, env_id, checkpoint, server_options=serving.options(), resolve=serving.resolve)
 
 
 class ExperimentTracking(dg.ConfigurableResource):

@@ -21,6 +21,7 @@ MODEL_KEYS = [
     "llama_3_1_8b",
     "llama_3_70b",
     "mixtral_8x22b",
+    "smollm2_135m",
 ]
 ENV_MODELS = {
     "e1": MODEL_KEYS,

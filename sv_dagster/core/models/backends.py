@@ -1,7 +1,8 @@
 """Model backends: turn chat messages into a completion.
 
 `heuristic` runs an environment's rule baseline in-process; `openai` talks to any
-OpenAI-compatible endpoint (OpenAI, vLLM's server, gateways, local servers). Transient
+OpenAI-compatible endpoint (OpenAI, vLLM's server, gateways, local servers), and with
+`serve:` a checkpoint of ours on a loopback server it starts and stops itself. Transient
 errors are retried with backoff (Retry-After honoured); an endpoint that cannot be
 reached at all fails in `preflight`, before any example runs.
 """
@@ -330,13 +331,89 @@ class OpenAICompatibleBackend:
             await client.close()
 
 
-def make_backend(spec: ModelSpec, env_id: str, checkpoint: str | os.PathLike | None = None) -> Backend:
+class ServedBackend:
+    """A model served here (`serve:` in the registry): its loopback server starts in
+    `preflight`, the OpenAI-compatible backend above then asks it over HTTP like any hosted
+    model, and `aclose` stops it. `checkpoint`, when given, is the folder served instead of
+    the entry's (a trained checkpoint); `server_options` go to `ModelServer`; `resolve` turns
+    `serve:` into a folder (default `serving.resolve_checkpoint`, which serves a catalog base
+    model from its cached conversion; the `serving` resource's converts it on first use)."""
+
+    def __init__(
+        self,
+        spec: ModelSpec,
+        checkpoint: str | os.PathLike | None = None,
+        server_options: dict[str, Any] | None = None,
+        resolve: Callable[[str], str | os.PathLike] | None = None,
+        **backend_options: Any,
+    ) -> None:
+        if not spec.serve and not checkpoint:
+            raise BackendConfigError(f"model {spec.name!r}: nothing to serve (no 'serve' and no checkpoint)")
+        self.spec = spec
+        self.checkpoint = checkpoint
+        self.server_options = server_options or {}
+        self.resolve = resolve
+        self.backend_options = backend_options
+        self.server: Any = None
+        self.served: Any = None
+        """The last server's `ServedModel` (folder, URL, pid), kept after it stops."""
+        self.inner: OpenAICompatibleBackend | None = None
+
+    @property
+    def limits(self) -> AdaptiveConcurrency | None:
+        return self.inner.limits if self.inner is not None else None
+
+    def _start(self) -> OpenAICompatibleBackend:
+        from sv_dagster.core.models.serving import ModelServer, resolve_checkpoint
+
+        folder = self.checkpoint or (self.resolve or resolve_checkpoint)(str(self.spec.serve))
+        server = ModelServer(folder, **self.server_options)
+        served = server.start()
+        self.server, self.served = server, served
+        try:  # the server answers to the folder's path as the model id
+            return OpenAICompatibleBackend(
+                replace(self.spec, base_url=served.base_url, model=served.model), **self.backend_options
+            )
+        except BaseException:
+            self.server = None
+            server.stop()
+            raise
+
+    async def preflight(self) -> None:
+        if self.inner is None:
+            self.inner = await asyncio.to_thread(self._start)
+        await self.inner.preflight()
+
+    async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
+        if self.inner is None or self.server is None:
+            raise BackendUnavailable(f"model {self.spec.name!r}: its server is not running (call preflight first)")
+        return await self.inner.complete(messages, tools)
+
+    async def aclose(self) -> None:
+        if self.inner is not None:
+            await self.inner.aclose()
+        if self.server is not None:
+            server, self.server = self.server, None
+            await asyncio.to_thread(server.stop)
+
+
+def make_backend(
+    spec: ModelSpec,
+    env_id: str,
+    checkpoint: str | os.PathLike | None = None,
+    server_options: dict[str, Any] | None = None,
+    resolve: Callable[[str], str | os.PathLike] | None = None,
+) -> Backend:
     """The backend for a registry entry; configuration errors raise here, before any call.
-    `checkpoint` is the weights folder of a `local` model trained here."""
+    `checkpoint` is the weights folder of a `local` model trained here, or the folder a
+    served (`serve:`) model serves instead of its own; `server_options` and `resolve` are
+    the served model's (`ServedBackend`)."""
     if spec.backend == "heuristic":
         return HeuristicBackend(spec, env_id)
     if spec.backend == "oracle":
         return HeuristicBackend(spec, env_id, oracle=True)
+    if spec.backend == "openai" and spec.serve:
+        return ServedBackend(spec, checkpoint, server_options, resolve)
     if spec.backend == "openai":
         return OpenAICompatibleBackend(spec)
     if spec.backend == "local":

@@ -73,6 +73,10 @@ class ModelSpec:
     """Trained checkpoints (backend `local`): the asset whose latest materialization holds
     the checkpoint folder (e.g. `safety_review/e1/rlft_stage1`). The eval asset depends on it,
     so the eval's lineage names the exact checkpoint it scored."""
+    serve: str | None = None
+    """`openai` models served here: a base model of configs/base_models.yaml or a checkpoint
+    folder, started on loopback for the eval (`sv_dagster.core.models.serving`) and asked
+    over HTTP like any hosted model; its URL is chosen when it starts, so no base_url."""
 
     @property
     def key(self) -> str:
@@ -103,6 +107,7 @@ class ModelSpec:
             "sampling": self.sampling.as_dict(),
             "max_reply_bytes": self.max_reply_bytes,
             **({"checkpoint_asset": self.checkpoint_asset} if self.checkpoint_asset else {}),
+            **({"serve": self.serve} if self.serve else {}),
         }
 
 
@@ -133,7 +138,10 @@ def _spec(name: str, raw: Any, where: str) -> ModelSpec:
     backend = raw.get("backend")
     if backend not in BACKENDS:
         raise RegistryError(f"{where}: model {name!r} has backend {backend!r}; known: {list(BACKENDS)}")
-    if backend == "openai":
+    serve = raw.get("serve")
+    if serve is not None:
+        _check_serve(name, raw, where)
+    elif backend == "openai":
         for required in ("base_url", "model"):
             if not raw.get(required):
                 raise RegistryError(f"{where}: model {name!r} (openai backend) needs '{required}'")
@@ -148,7 +156,7 @@ def _spec(name: str, raw: Any, where: str) -> ModelSpec:
     return ModelSpec(
         name=name,
         backend=backend,
-        model=str(raw.get("model") or name),
+        model=str(raw.get("model") or serve or name),
         base_url=raw.get("base_url"),
         api_key_env=raw.get("api_key_env"),
         default=bool(raw.get("default", False)),
@@ -163,7 +171,37 @@ def _spec(name: str, raw: Any, where: str) -> ModelSpec:
         sampling=sampling,
         description=str(raw.get("description", "")),
         checkpoint_asset=raw.get("checkpoint_asset"),
+        serve=str(serve) if serve is not None else None,
     )
+
+
+def is_checkpoint_path(value: str) -> bool:
+    """A `serve:` value that names a folder rather than a base model of the catalog."""
+    return "/" in value or "\\" in value or value.startswith((".", "~")) or Path(value).expanduser().exists()
+
+
+def _check_serve(name: str, raw: dict[str, Any], where: str) -> None:
+    """`serve:` is for the openai backend, without a base_url, and names a catalog base model
+    or a folder (a folder is checked when the server starts: a checkpoint may come later)."""
+    serve = raw["serve"]
+    if raw.get("backend") != "openai":
+        raise RegistryError(f"{where}: model {name!r}: 'serve' needs backend openai, not {raw.get('backend')!r}")
+    if raw.get("base_url"):
+        raise RegistryError(
+            f"{where}: model {name!r}: give 'serve' or 'base_url', not both (a served model's URL is chosen "
+            "when its server starts)"
+        )
+    if not isinstance(serve, str) or not serve.strip():
+        raise RegistryError(f"{where}: model {name!r}: 'serve' must name a base model or a checkpoint folder")
+    if is_checkpoint_path(serve):
+        return
+    from sv_dagster.core.models.base_weights import catalog_entry, catalog_names
+
+    if catalog_entry(serve) is None:
+        raise RegistryError(
+            f"{where}: model {name!r}: serve {serve!r} is neither a base model of configs/base_models.yaml "
+            f"({', '.join(catalog_names())}) nor a checkpoint folder path"
+        )
 
 
 def load_registry(path: str | Path | None = None, extra: dict[str, ModelSpec] | None = None) -> dict[str, ModelSpec]:
