@@ -18,7 +18,7 @@ import pytest
 
 from sv_env_code_vulnerability.config import load_reward_settings
 from sv_env_code_vulnerability.patching import apply_diff
-from sv_env_code_vulnerability.sandbox import UID_BASE, UID_SLOTS, SandboxLimits, detect_sandbox
+from sv_env_code_vulnerability.sandbox import UID_BASE, UID_LOCK_DIR, UID_SLOTS, SandboxLimits, detect_sandbox
 from sv_env_code_vulnerability.tasks import bundled_tasks
 from sv_env_code_vulnerability.verify import verify_many
 
@@ -163,8 +163,29 @@ def test_fork_bomb_contained_and_no_stragglers(results):
     v = results[0]["fork_bomb"]
     assert v.details["tests"]["status"] in ("timeout", "killed", "ok", "no_report")
     assert all(c == 0.0 for k, c in v.components.items() if k != "format")
-    stragglers = [p for p in os.listdir("/proc") if p.isdigit() and _uid(p) in range(UID_BASE, UID_BASE + UID_SLOTS)]
+    stragglers = [
+        p
+        for p in os.listdir("/proc")
+        if p.isdigit() and _uid(p) in range(UID_BASE, UID_BASE + UID_SLOTS) and not _uid_in_use(_uid(p))
+    ]
     assert stragglers == []
+
+
+def _uid_in_use(uid: int) -> bool:
+    """A sandbox run elsewhere (another test worker) holds this uid's lock right now."""
+    import fcntl
+
+    path = UID_LOCK_DIR / f"{uid}.lock"
+    if not path.exists():
+        return False
+    fd = os.open(path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
 
 
 def _uid(pid: str) -> int:
