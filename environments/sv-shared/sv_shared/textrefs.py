@@ -90,18 +90,6 @@ def _map_strings(value: Any, change) -> Any:
     return value
 
 
-def has_markers(value: Any) -> bool:
-    found = False
-
-    def check(text: str) -> str:
-        nonlocal found
-        found = found or MARKER.search(text) is not None
-        return text
-
-    _map_strings(value, check)
-    return found
-
-
 def hydrate(value: Any, *, where: str = "") -> Any:
     """`value` (a row, a list, a string) with every marker replaced by its text."""
     return _map_strings(value, lambda text: MARKER.sub(lambda m: get(m.group(1), where=where), text))
