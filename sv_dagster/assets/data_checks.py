@@ -75,7 +75,7 @@ def build_corpus_check(spec: SourceSpec) -> dg.AssetChecksDefinition:
 
         folder = _latest_dir(context, key)
         facts = json.loads((folder / "metadata.json").read_text(encoding="utf-8"))
-        frame = read_corpus_rows(folder / "rows.parquet")
+        frame = read_corpus_rows(spec, folder / "rows.parquet")
         with _announced(context, f"corpus/{spec.id}", len(frame)):
             result = corpus_suite(
                 spec,

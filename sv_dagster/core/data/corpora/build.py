@@ -78,32 +78,32 @@ def _bundled_rows(env: str) -> list[dict[str, Any]]:
         return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def _text_columns(spec: SourceSpec, frame: pd.DataFrame) -> list[str]:
+    """The columns holding a harmful source's request texts (those `columns` maps an
+    environment field to); none for other sources."""
+    if not spec.text_by_reference:
+        return []
+    return [c for c in dict.fromkeys(spec.columns.values()) if c in frame.columns]
+
+
 def corpus_rows_by_reference(spec: SourceSpec, frame: pd.DataFrame) -> pd.DataFrame:
-    """What `corpus/<id>` stores of a source whose texts are harmful: its text columns (those
-    `columns` maps an environment field to) as text-store markers. Other sources as read."""
-    text_columns = [c for c in dict.fromkeys(spec.columns.values()) if c in frame.columns]
-    if not spec.text_by_reference or not text_columns:
+    """What `corpus/<id>` stores of a source whose texts are harmful: its text columns as
+    text-store markers. Other sources as read."""
+    columns = _text_columns(spec, frame)
+    if not columns:
         return frame
     frame = frame.copy()
-    for column in text_columns:
+    for column in columns:
         frame[column] = frame[column].map(lambda v: textrefs.put(v) if isinstance(v, str) and v.strip() else v)
     return frame
 
 
-def read_corpus_rows(path: Path) -> pd.DataFrame:
-    """A stored corpus table, with any text-store markers replaced by their texts."""
+def read_corpus_rows(spec: SourceSpec, path: Path) -> pd.DataFrame:
+    """`spec`'s stored corpus table, its text columns' markers replaced by their texts (only a
+    harmful source's text columns hold any: a large corpus is not scanned)."""
     frame = pd.read_parquet(path)
-
-    def marked(value: Any) -> bool:
-        return isinstance(value, str) and textrefs.MARKER.search(value) is not None
-
-    for column in frame.columns:
-        if pd.api.types.is_numeric_dtype(frame[column]) or pd.api.types.is_datetime64_any_dtype(frame[column]):
-            continue  # no text here
-        if frame[column].map(marked).any():
-            frame[column] = frame[column].map(
-                lambda v: textrefs.hydrate(v, where=str(path)) if isinstance(v, str) else v
-            )
+    for column in _text_columns(spec, frame):
+        frame[column] = frame[column].map(lambda v: textrefs.hydrate(v, where=str(path)) if isinstance(v, str) else v)
     return frame
 
 
