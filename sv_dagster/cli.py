@@ -213,6 +213,16 @@ def _console_job(job, verbose: bool):
     return job if verbose else job.with_logger_defs({"console": _brief_console_logger()})
 
 
+def _subset_note(run_dir: Path) -> str:
+    """` (24 of the 49 test examples, drawn with seed 42)` for an eval of a subset, else ''."""
+    metadata = json.loads((run_dir / "metadata.json").read_text())
+    dataset = metadata["dataset"]
+    n, size = dataset["n_examples"], dataset.get("split_size")
+    if size is None or n >= size:
+        return ""
+    return f" ({n} of the {size} {dataset.get('split', '?')} examples, drawn with seed {metadata.get('seed')})"
+
+
 def _report(result, title: str, started: float, data_note: str | None = None) -> int:
     """Print the eval table of an executed run (or its step failures); `data_note` names the
     data when it is not the environment's own (a user's file)."""
@@ -250,7 +260,10 @@ def _report(result, title: str, started: float, data_note: str | None = None) ->
             print(f"DATA: bundled SAMPLE ({env.sample_note}), not a real corpus")
         print(format_table([summary for summary, _ in entries], env.columns))
         for summary, path in entries:
-            print(f"  {summary['model']}: {_shown(path)}/{{metadata.json,results.jsonl,summary.json,provenance.json}}")
+            print(
+                f"  {summary['model']}{_subset_note(path)}: "
+                f"{_shown(path)}/{{metadata.json,results.jsonl,summary.json,provenance.json}}"
+            )
         for summary, _ in entries[:1]:
             if summary.get("classifier"):
                 print("  " + _classifier_line(summary["classifier"], summary.get("classifier_agreement") or {}))

@@ -10,16 +10,26 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(scope="session")
+def rule_baselines_registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.support.registry import rule_baselines_registry
+
+    return rule_baselines_registry(tmp_path_factory.mktemp("registry") / "models.yaml")
+
+
 @pytest.fixture
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offline_sources: None) -> Path:
-    """A fresh SV_OUTPUTS_DIR and DAGSTER_HOME under tmp_path; returns tmp_path."""
+def isolated(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, offline_sources: None, rule_baselines_registry: Path
+) -> Path:
+    """A fresh SV_OUTPUTS_DIR and DAGSTER_HOME under tmp_path, and the project's registry
+    without its served models' defaults (tests/support/registry.py); returns tmp_path."""
     outputs = tmp_path / "outputs"
     home = tmp_path / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     monkeypatch.setenv("SV_OUTPUTS_DIR", str(outputs))
     monkeypatch.setenv("DAGSTER_HOME", str(home))
-    monkeypatch.delenv("SV_MODEL_REGISTRY", raising=False)
+    monkeypatch.setenv("SV_MODEL_REGISTRY", str(rule_baselines_registry))
     # Deployment and training choices a developer's shell may hold must not change the tests.
     for name in (
         "SV_EXECUTOR",

@@ -154,7 +154,7 @@ def run_external_eval(
     spec_path.parent.mkdir(parents=True, exist_ok=True)
     spec_path.write_text(json.dumps(spec, indent=2, sort_keys=True), encoding="utf-8")
     invocation = launcher.launch(
-        context, str(spec_path), {}, module="sv_dagster.eval_entry", gpu=model.backend == "local"
+        context, str(spec_path), {}, module="sv_dagster.eval_entry", gpu=model.backend == "local" or model.served
     )
     reported = [m for m in invocation.get_custom_messages() if isinstance(m, dict) and m.get("kind") == "eval"]
     if not reported:
@@ -216,6 +216,10 @@ def evaluate_split(
     from sv_dagster.core.models.cache import ResponseCache
 
     spec = models.spec(model.name)
+    limit = config.limit
+    if limit is None and (model_limit := spec.limit_for(env.short)) is not None:
+        limit = min(model_limit, sizes[split])  # the registry's N for a slow model: a cap, never an error
+        context.log.info(f"{spec.name}: {limit} of the {sizes[split]} {split} examples (the registry's limit)")
     # A re-execution (from failure, or of a killed run) continues its root run's folder.
     resume_from = config.resume_run_id or context.run.root_run_id
     run_id = resume_from or context.run_id
@@ -228,7 +232,7 @@ def evaluate_split(
         outputs_root=outputs_root(),
         run_id=run_id,
         resume=resume_from is not None,
-        limit=config.limit,
+        limit=limit,
         concurrency=config.concurrency,
         reward_config=reward_config,
         seed=config.seed,
@@ -241,7 +245,7 @@ def evaluate_split(
         use_tools=config.include_tools,
     )
     size = sizes[split]
-    total = min(config.limit, size) if config.limit else size  # as iter_tasks takes the subset
+    total = min(limit, size) if limit else size  # as iter_tasks takes the subset
     on = "" if split == "test" else f" [{split}]"  # log lines say which split when not the usual one
     if config.external:  # a large eval in its own process (a pod, a Ray job) through Pipes
         run = run_external_eval(
@@ -266,7 +270,7 @@ def evaluate_split(
     )
     return Artifact(
         path=run.run_dir,
-        config={**config.model_dump(), "split": split, "env": env.env_id, "model": spec.public_dict()},
+        config={**config.model_dump(), "limit": limit, "split": split, "env": env.env_id, "model": spec.public_dict()},
         seed=config.seed,
         packages=(env.env_id,),
         facts={

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
+from pydantic import PrivateAttr
 
 from sv_dagster.core.models.registry import ModelSpec, registry_path
 from sv_dagster.training.catalog import load_models
@@ -22,6 +23,18 @@ class ModelRegistry(dg.ConfigurableResource):
     """
 
     registry_path: str = str(registry_path())
+    _servers: Any = PrivateAttr(default=None)
+    """The run's `serving.ServerPool`: a served model's server starts at its first eval and
+    is stopped when the run (in-process) or the step's process (multiprocess) ends."""
+
+    def setup_for_execution(self, context: dg.InitResourceContext) -> None:
+        from sv_dagster.core.models.serving import ServerPool
+
+        self._servers = ServerPool()
+
+    def teardown_after_execution(self, context: dg.InitResourceContext) -> None:
+        if self._servers is not None:
+            self._servers.close()
 
     def specs(self) -> dict[str, ModelSpec]:
         return load_models(self.registry_path)
@@ -37,12 +50,14 @@ class ModelRegistry(dg.ConfigurableResource):
         from sv_dagster.core.models.backends import make_backend  # the openai client: ~1 s to import
 
         spec = self.spec(name)
-        if spec.serve is None:
+        if not spec.served:
             return make_backend(spec, env_id, checkpoint)
         from sv_dagster.resources.serving import ModelServing  # converts a catalog model on first use
 
         serving = ModelServing()
-        return make_backend(spec, env_id, checkpoint, server_options=serving.options(), resolve=serving.resolve)
+        return make_backend(
+            spec, env_id, checkpoint, server_options=serving.options(), resolve=serving.resolve, pool=self._servers
+        )
 
 
 class ExperimentTracking(dg.ConfigurableResource):

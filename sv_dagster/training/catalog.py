@@ -82,7 +82,7 @@ def cotrain_model_name(config: TrainingConfig, env: str, cycle: int) -> str:
 
 
 CHECKPOINT_CONCURRENCY = 32
-"""Requests the local backend batches into one generate call."""
+"""Concurrent requests to a checkpoint trained here: its server (or the local backend) batches them."""
 
 
 def checkpoint_spec(name: str, model: str, max_tokens: int) -> ModelSpec:
@@ -101,6 +101,7 @@ def _spec(
 ) -> ModelSpec:
     return replace(
         checkpoint_spec(name, config.model.base, config.eval_max_tokens),
+        backend="openai",  # served on loopback from the checkpoint its asset recorded, asked over HTTP
         envs=envs,
         description=description,
         checkpoint_asset=asset,

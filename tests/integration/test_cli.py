@@ -69,6 +69,14 @@ def test_demo_prints_metrics_and_artifact_paths(full_demo):
     accuracy = float(row.split()[2])
     assert 0.0 < accuracy <= 1.0
     assert "sv-env-network-logs--heuristic" in out and "results.jsonl" in out
+    # SmolLM2, served on loopback, has a row in all six tables: N from the registry, stated.
+    from sv_dagster.core.models.registry import load_registry
+
+    served = load_registry(REPO_ROOT / "configs" / "models.yaml")["smollm2-135m"]
+    rows = [line.split() for line in out.splitlines() if line.startswith("smollm2-135m ")]
+    assert [int(cells[1]) for cells in rows] == [served.limit_for(f"e{i}") for i in range(1, 7)]
+    subsets = [line for line in out.splitlines() if line.startswith("  smollm2-135m (")]
+    assert len(subsets) == 6 and all(" test examples, drawn with seed 42): " in line for line in subsets)
     # ... then the pinned day's synthetic batches and the training chain, whose table reads the evals
     from sv_dagster.jobs.synthetic import DEMO_PARTITION
 

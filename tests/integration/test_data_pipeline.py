@@ -16,6 +16,7 @@ from sv_dagster.core.data.corpora import load_sources
 from sv_dagster.core.envs import ENVS
 from sv_dagster.definitions import build_definitions
 from tests.conftest import clear_source_overrides
+from tests.support.registry import rule_baselines_registry
 
 TASK_FILES = ("train", "dev", "test", "corpus_test", "ood")
 
@@ -26,7 +27,7 @@ def isolate(monkeypatch: pytest.MonkeyPatch, root: Path) -> dg.DagsterInstance:
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     monkeypatch.setenv("SV_OUTPUTS_DIR", str(root / "outputs"))
     monkeypatch.setenv("DAGSTER_HOME", str(home))
-    monkeypatch.delenv("SV_MODEL_REGISTRY", raising=False)
+    monkeypatch.setenv("SV_MODEL_REGISTRY", str(rule_baselines_registry(root / "models.yaml")))
     clear_source_overrides(monkeypatch)
     return dg.DagsterInstance.get()
 

@@ -176,13 +176,14 @@ E1_HEURISTIC = path_of("e1", "heuristic")
 TOURNAMENT = {"tournament/e5_e6", "dataset/e5", "dataset/e6"} | {
     f"corpus/{c}" for c in ENV_CORPORA["e5"] | ENV_CORPORA["e6"]
 }
+SERVED = "smollm2_135m"  # the default model served here (a per-environment N in the registry)
 DEFAULTS = (
-    E1_HEURISTIC
-    | path_of("e2", "heuristic", "tool_oracle")
-    | path_of("e3", "heuristic", "tool_oracle")
-    | path_of("e4", "heuristic")
-    | path_of("e5", "heuristic")
-    | path_of("e6", "heuristic")
+    path_of("e1", "heuristic", SERVED)
+    | path_of("e2", "heuristic", "tool_oracle", SERVED)
+    | path_of("e3", "heuristic", "tool_oracle", SERVED)
+    | path_of("e4", "heuristic", SERVED)
+    | path_of("e5", "heuristic", SERVED)
+    | path_of("e6", "heuristic", SERVED)
     | TOURNAMENT
 )
 SWEEP = (
@@ -236,24 +237,24 @@ TRAINING_JOBS = {
     **{f"ablation_{env}": {f"ablation/{env}"} for env in ENVS},
 }
 EXPECTED_JOBS = {
-    "eval_e1": E1_HEURISTIC,
-    "eval_e2": path_of("e2", "heuristic", "tool_oracle"),
-    "eval_e3": path_of("e3", "heuristic", "tool_oracle"),
-    "eval_e4": path_of("e4", "heuristic"),
-    "eval_e5": path_of("e5", "heuristic"),
-    "eval_e6": path_of("e6", "heuristic"),
+    "eval_e1": path_of("e1", "heuristic", SERVED),
+    "eval_e2": path_of("e2", "heuristic", "tool_oracle", SERVED),
+    "eval_e3": path_of("e3", "heuristic", "tool_oracle", SERVED),
+    "eval_e4": path_of("e4", "heuristic", SERVED),
+    "eval_e5": path_of("e5", "heuristic", SERVED),
+    "eval_e6": path_of("e6", "heuristic", SERVED),
     "tournament_e5_e6": TOURNAMENT,
     "demo": DEFAULTS,
     "weekly_sweep": SWEEP | set(OOD_EVALS) | {"reports/weekly", "reports/scoreboard"},
     "biweekly_full_eval": SWEEP | set(OOD_EVALS) | TOURNAMENT | {"reports/scoreboard"},
     "nightly_regression": SWEEP,
     "monthly_report": {"reports/monthly", "reports/scoreboard"},
-    "rescore_e1": {"rescore/e1/heuristic"},
-    "rescore_e2": {"rescore/e2/heuristic", "rescore/e2/tool_oracle"},
-    "rescore_e3": {"rescore/e3/heuristic", "rescore/e3/tool_oracle"},
-    "rescore_e4": {"rescore/e4/heuristic"},
-    "rescore_e5": {"rescore/e5/heuristic"},
-    "rescore_e6": {"rescore/e6/heuristic"},
+    "rescore_e1": {"rescore/e1/heuristic", f"rescore/e1/{SERVED}"},
+    "rescore_e2": {"rescore/e2/heuristic", "rescore/e2/tool_oracle", f"rescore/e2/{SERVED}"},
+    "rescore_e3": {"rescore/e3/heuristic", "rescore/e3/tool_oracle", f"rescore/e3/{SERVED}"},
+    "rescore_e4": {"rescore/e4/heuristic", f"rescore/e4/{SERVED}"},
+    "rescore_e5": {"rescore/e5/heuristic", f"rescore/e5/{SERVED}"},
+    "rescore_e6": {"rescore/e6/heuristic", f"rescore/e6/{SERVED}"},
     **TRAINING_JOBS,
 }
 EXPECTED_SCHEDULES = {
@@ -366,6 +367,7 @@ def test_every_eval_asset_has_a_blocking_regression_gate(graph):
     job = graph.resolve_job_def("eval_e1")
     assert {k.asset_key.to_user_string() for k in job.asset_layer.asset_graph.asset_check_keys} == {
         "eval/e1/heuristic",
+        f"eval/e1/{SERVED}",
         "dataset/e1",
         *(f"corpus/{c}" for c in ENV_CORPORA["e1"]),
     }

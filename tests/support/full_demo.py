@@ -62,6 +62,6 @@ def run_full_demo(root: Path, repo_root: Path) -> FullDemo:
         "DAGSTER_HOME": str(root / "dagster_home"),
     }
     cli = str(Path(sys.executable).parent / "sv-dagster")
-    proc = subprocess.run([cli, "demo"], cwd=repo_root, env=environ, capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run([cli, "demo"], cwd=repo_root, env=environ, capture_output=True, text=True, timeout=1800)
     (root / "demo-stdout.txt").write_text(proc.stdout)  # kept for a person reading a failed run
     return FullDemo(proc=proc, root=root, keys=keys, environ=environ)

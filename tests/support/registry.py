@@ -1,9 +1,11 @@
-"""A model registry for tests: the embedded heuristic (default) plus one OpenAI-compatible
-model on a loopback server."""
+"""Model registries for tests: the embedded heuristic (default) plus one OpenAI-compatible
+model on a loopback server; the project's registry without its served models' defaults."""
 
 from __future__ import annotations
 
 from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def loopback_registry(path: Path, base_url: str, name: str = "loop", model: str = "m", extra: str = "") -> Path:
@@ -13,4 +15,19 @@ def loopback_registry(path: Path, base_url: str, name: str = "loop", model: str 
         "models:\n  heuristic:\n    backend: heuristic\n    default: true\n"
         f"  {name}:\n    backend: openai\n    model: {model}\n    base_url: {base_url}\n{extra}"
     )
+    return path
+
+
+def rule_baselines_registry(path: Path) -> Path:
+    """configs/models.yaml as it is, but for its served models' `default: true`: the eval jobs
+    the pipeline tests run score the rule baselines and oracles, not SmolLM2 served on this
+    CPU (a minute per eval). The served model is evaluated through the real registry by the
+    full demo's test and tests/integration/test_serving.py."""
+    import yaml
+
+    data = yaml.safe_load((REPO_ROOT / "configs" / "models.yaml").read_text())
+    for spec in data["models"].values():
+        if spec.get("serve"):
+            spec["default"] = False
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path

@@ -1,5 +1,6 @@
 """Trained checkpoints are evaluated one way: the registry's models of checkpoints trained
-here and the checkpoints ablations and co-training evaluate share one spec."""
+here (served over HTTP) and the checkpoints ablations and co-training evaluate in-process
+share one spec otherwise."""
 
 from __future__ import annotations
 
@@ -16,8 +17,13 @@ def test_registry_checkpoint_models_sample_like_evaluate_checkpoint() -> None:
         config = catalog.training_config(spec.envs[0]) if len(spec.envs) == 1 else None
         tokens = config.eval_max_tokens if config else spec.sampling.max_tokens
         plain = catalog.checkpoint_spec(spec.name, spec.model, tokens)
-        # Only what names and places the model differs.
-        assert replace(spec, envs=(), description="", checkpoint_asset=None, sweep=False, nightly=False) == plain
+        # The eval assets serve the checkpoint on loopback; the training process's own evals
+        # load it in-process. Only that and what names and places the model differ.
+        assert spec.served and spec.backend == "openai" and plain.backend == "local"
+        assert (
+            replace(spec, backend="local", envs=(), description="", checkpoint_asset=None, sweep=False, nightly=False)
+            == plain
+        )
 
 
 def test_a_dialogue_checkpoint_without_a_counterpart_plays_the_rule_baseline(tmp_path, monkeypatch) -> None:

@@ -41,6 +41,13 @@ def test_env_references_expand_with_defaults(tmp_path: Path, monkeypatch):
         ("models:\n  m:\n    backend: heuristic\n    sampling: {temp: 1}\n", "sampling"),
         ("models:\n  a-b:\n    backend: heuristic\n  a_b:\n    backend: heuristic\n", "same asset key"),
         ("models: [\n", "not valid YAML"),
+        ("models:\n  m:\n    backend: heuristic\n    limit: 8\n", "limit must map environments to N"),
+        ("models:\n  m:\n    backend: heuristic\n    limit: {e1: 0}\n", "limit of e1 must be a positive integer"),
+        ("models:\n  m:\n    backend: heuristic\n    limit: {e1: ten}\n", "limit of e1 must be a positive integer"),
+        (
+            "models:\n  m:\n    backend: heuristic\n    envs: [e2]\n    limit: {e1: 4}\n",
+            "limit names 'e1', which is not in its envs ['e2']",
+        ),
     ],
 )
 def test_bad_registry_names_file_and_model(tmp_path: Path, text: str, message: str):
@@ -68,3 +75,12 @@ def test_price_table_validation(tmp_path: Path):
     bad.write_text("models: {}\n")
     with pytest.raises(PriceTableError, match="needs a 'version'"):
         load_price_table(bad)
+
+
+def test_a_models_limit_is_its_n_per_environment_and_is_recorded(tmp_path: Path):
+    path = registry(tmp_path, "models:\n  m:\n    backend: heuristic\n    limit: {e5: 8, e1: 24}\n")
+    spec = load_registry(path)["m"]
+    assert (spec.limit_for("e1"), spec.limit_for("e5"), spec.limit_for("e2")) == (24, 8, None)
+    assert spec.public_dict()["limits"] == {"e1": 24, "e5": 8}
+    unlimited = load_registry(registry(tmp_path, "models:\n  m:\n    backend: heuristic\n"))["m"]
+    assert unlimited.limit_for("e1") is None and "limits" not in unlimited.public_dict()

@@ -20,7 +20,7 @@ import pytest
 from sv_dagster.core.models.backends import ServedBackend, make_backend
 from sv_dagster.core.models.completion import BackendUnavailable
 from sv_dagster.core.models.registry import ModelSpec, RegistryError, Sampling, load_registry
-from sv_dagster.core.models.serving import ModelServer, ServerError
+from sv_dagster.core.models.serving import ModelServer, ServerError, ServerPool
 
 
 def children() -> set[int]:
@@ -178,7 +178,8 @@ def test_serve_entries_need_no_url_and_record_what_they_serve(tmp_path: Path) ->
     assert spec.serve == "./checkpoints/e1/sft" and spec.model == spec.serve and spec.base_url is None
     assert spec.public_dict()["serve"] == spec.serve and spec.pool is None
     project = load_registry()["smollm2-135m"]
-    assert project.serve == "smollm2-135m" and project.backend == "openai" and not project.default
+    assert project.serve == "smollm2-135m" and project.backend == "openai" and project.default
+    assert all(project.limit_for(env) for env in ("e1", "e2", "e3", "e4", "e5", "e6"))  # the demo's N
 
 
 def test_a_served_model_that_cannot_start_fails_in_preflight_before_any_example(tmp_path: Path) -> None:
@@ -227,6 +228,69 @@ def test_the_serving_resource_serves_for_its_block_and_fails_as_a_step_failure(t
         with serving.serve(tmp_path):
             pass
     assert failure.value.description == f"model server for {tmp_path}: not a checkpoint folder (it has no config.json)"
+
+
+def test_a_pool_serves_a_folder_once_restarts_a_dead_server_and_stops_them_all(tiny: Path) -> None:
+    before = children()
+    pool = ServerPool()
+    try:
+        first = pool.serve(tiny, startup_timeout_s=120, max_batch=4, device="cpu")
+        again = pool.serve(str(tiny) + "/", startup_timeout_s=120, max_batch=4, device="cpu")
+        assert again == first and pool.starts == 1
+        os.killpg(first.pid, signal.SIGKILL)  # a server that died between two evals
+        restarted = pool.serve(tiny, startup_timeout_s=120, max_batch=4, device="cpu")
+        assert restarted.pid != first.pid and pool.starts == 2
+        assert httpx.get(restarted.base_url.removesuffix("/v1") + "/health").status_code == 200
+    finally:
+        pool.close()
+    assert not alive(restarted.pid) and children() == before
+
+
+def test_the_models_resource_keeps_one_server_for_the_run_and_stops_it_at_teardown(tiny: Path, tmp_path: Path) -> None:
+    import dagster as dg
+
+    from sv_dagster.resources import ModelRegistry
+
+    path = registry(tmp_path, f"    backend: openai\n    serve: {tiny}\n    max_concurrency: 2\n")
+    before = children()
+    with dg.build_resources({"models": ModelRegistry(registry_path=str(path))}) as resources:
+        served = []
+        for env_id in ("sv-env-network-logs", "sv-env-phishing-detection"):  # two evals of one run
+            backend = resources.models.backend("m", env_id)
+            asyncio.run(backend.preflight())
+            served.append(backend.served)
+            asyncio.run(backend.aclose())
+            assert alive(backend.served.pid)  # the eval's end leaves the run's server up
+        assert served[0] == served[1]
+    assert not alive(served[0].pid) and children() == before
+
+
+def test_served_replies_are_cached_under_the_checkpoint_that_gave_them(tiny: Path, tmp_path: Path) -> None:
+    """Every checkpoint trained from one config shares a registry model id: a reply cached
+    from one must never answer for another (the base model's empty replies once did)."""
+    import shutil
+
+    from sv_dagster.core.models.cache import CachedBackend, ResponseCache, request_key
+    from sv_dagster.core.models.serving import checkpoint_identity
+
+    other = tmp_path / "other"
+    shutil.copytree(tiny, other)
+    spec = ModelSpec(name="tiny-e1-sft", backend="openai", model="tiny", checkpoint_asset="checkpoint/e1/sft")
+    assert spec.served
+    messages = [{"role": "user", "content": "a flow from 10.0.0.1"}]
+    pool = ServerPool()
+    try:
+        backend = ServedBackend(spec, tiny, {"device": "cpu", "max_batch": 4}, pool=pool)
+        cached = CachedBackend(backend, ResponseCache(tmp_path / "responses.sqlite3"))
+        asyncio.run(cached.preflight())
+        reply = asyncio.run(cached.complete(messages))
+    finally:
+        pool.close()
+    assert reply.cache_key == request_key(spec, messages, None, checkpoint_identity(tiny))
+    assert reply.cache_key != request_key(spec, messages, None, checkpoint_identity(other))
+    assert reply.cache_key != request_key(spec, messages)
+    (tiny / "config.json").touch()  # a checkpoint rewritten in place is another model
+    assert request_key(spec, messages, None, checkpoint_identity(tiny)) != reply.cache_key
 
 
 def test_pad_batch_keeps_the_shared_prefix_in_place_and_right_aligns_the_rest() -> None:

@@ -337,7 +337,9 @@ class ServedBackend:
     model, and `aclose` stops it. `checkpoint`, when given, is the folder served instead of
     the entry's (a trained checkpoint); `server_options` go to `ModelServer`; `resolve` turns
     `serve:` into a folder (default `serving.resolve_checkpoint`, which serves a catalog base
-    model from its cached conversion; the `serving` resource's converts it on first use)."""
+    model from its cached conversion; the `serving` resource's converts it on first use).
+    With a `pool` (`serving.ServerPool`), the server comes from the pool and outlives the
+    backend: the pool's owner stops it."""
 
     def __init__(
         self,
@@ -345,6 +347,7 @@ class ServedBackend:
         checkpoint: str | os.PathLike | None = None,
         server_options: dict[str, Any] | None = None,
         resolve: Callable[[str], str | os.PathLike] | None = None,
+        pool: Any = None,
         **backend_options: Any,
     ) -> None:
         if not spec.serve and not checkpoint:
@@ -353,20 +356,37 @@ class ServedBackend:
         self.checkpoint = checkpoint
         self.server_options = server_options or {}
         self.resolve = resolve
+        self.pool = pool
         self.backend_options = backend_options
         self.server: Any = None
+        """The server this backend started and stops (None with a pool)."""
         self.served: Any = None
         """The last server's `ServedModel` (folder, URL, pid), kept after it stops."""
         self.inner: OpenAICompatibleBackend | None = None
+        self.closed = False
 
     @property
     def limits(self) -> AdaptiveConcurrency | None:
         return self.inner.limits if self.inner is not None else None
 
+    @property
+    def cache_identity(self) -> dict[str, Any] | None:
+        """The served checkpoint, for response-cache keys (`serving.checkpoint_identity`);
+        None until the server has started."""
+        from sv_dagster.core.models.serving import checkpoint_identity
+
+        return checkpoint_identity(self.served.folder) if self.served is not None else None
+
     def _start(self) -> OpenAICompatibleBackend:
         from sv_dagster.core.models.serving import ModelServer, resolve_checkpoint
 
         folder = self.checkpoint or (self.resolve or resolve_checkpoint)(str(self.spec.serve))
+        if self.pool is not None:
+            served = self.pool.serve(folder, **self.server_options)
+            self.served = served
+            return OpenAICompatibleBackend(
+                replace(self.spec, base_url=served.base_url, model=served.model), **self.backend_options
+            )
         server = ModelServer(folder, **self.server_options)
         served = server.start()
         self.server, self.served = server, served
@@ -385,11 +405,12 @@ class ServedBackend:
         await self.inner.preflight()
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
-        if self.inner is None or self.server is None:
+        if self.inner is None or self.closed:
             raise BackendUnavailable(f"model {self.spec.name!r}: its server is not running (call preflight first)")
         return await self.inner.complete(messages, tools)
 
     async def aclose(self) -> None:
+        self.closed = True
         if self.inner is not None:
             await self.inner.aclose()
         if self.server is not None:
@@ -403,17 +424,18 @@ def make_backend(
     checkpoint: str | os.PathLike | None = None,
     server_options: dict[str, Any] | None = None,
     resolve: Callable[[str], str | os.PathLike] | None = None,
+    pool: Any = None,
 ) -> Backend:
     """The backend for a registry entry; configuration errors raise here, before any call.
     `checkpoint` is the weights folder of a `local` model trained here, or the folder a
-    served (`serve:`) model serves instead of its own; `server_options` and `resolve` are
-    the served model's (`ServedBackend`)."""
+    served (`serve:`) model serves instead of its own; `server_options`, `resolve` and
+    `pool` are the served model's (`ServedBackend`)."""
     if spec.backend == "heuristic":
         return HeuristicBackend(spec, env_id)
     if spec.backend == "oracle":
         return HeuristicBackend(spec, env_id, oracle=True)
-    if spec.backend == "openai" and spec.serve:
-        return ServedBackend(spec, checkpoint, server_options, resolve)
+    if spec.served:
+        return ServedBackend(spec, checkpoint, server_options, resolve, pool)
     if spec.backend == "openai":
         return OpenAICompatibleBackend(spec)
     if spec.backend == "local":

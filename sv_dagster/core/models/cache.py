@@ -1,7 +1,7 @@
 """A response cache: the same request to the same model is answered from disk.
 
-Keyed by (backend, base URL, model id, messages, sampling parameters including the seed),
-so re-running an eval after a verifier change costs no model calls. SQLite (standard
+Keyed by (backend, base URL, model id, messages, sampling parameters including the seed,
+and for a model served here the checkpoint it serves), so re-running an eval after a verifier change costs no model calls. SQLite (standard
 library) in WAL mode: several processes may share one cache file.
 
 Only replies that were scored are stored: the runner settles each example's replies once
@@ -33,7 +33,14 @@ CREATE TABLE IF NOT EXISTS responses (
 """
 
 
-def request_key(spec: ModelSpec, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> str:
+def request_key(
+    spec: ModelSpec,
+    messages: list[dict[str, Any]],
+    tools: list[dict[str, Any]] | None = None,
+    served: dict[str, Any] | None = None,
+) -> str:
+    """`served`: the checkpoint a model served here answers from (its registry name and model
+    id do not say which: every trained checkpoint of one config shares them)."""
     sampling = {k: v for k, v in spec.sampling.as_dict().items() if k != "timeout_s"}
     identity = {
         "backend": spec.backend,
@@ -44,6 +51,8 @@ def request_key(spec: ModelSpec, messages: list[dict[str, Any]], tools: list[dic
     }
     if tools:  # offered tools change the answer; keys without tools stay as they were
         identity["tools"] = tools
+    if served is not None:
+        identity["served"] = served
     return hashlib.sha256(stable_json(identity).encode()).hexdigest()
 
 
@@ -104,7 +113,7 @@ class CachedBackend:
         await self.inner.preflight()
 
     async def complete(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None = None) -> Completion:
-        key = request_key(self.spec, messages, tools)
+        key = request_key(self.spec, messages, tools, getattr(self.inner, "cache_identity", None))
         cached = self.cache.get(key)
         if cached is not None:
             return replace(cached, cache_key=key)

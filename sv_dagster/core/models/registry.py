@@ -77,6 +77,19 @@ class ModelSpec:
     """`openai` models served here: a base model of configs/base_models.yaml or a checkpoint
     folder, started on loopback for the eval (`sv_dagster.core.models.serving`) and asked
     over HTTP like any hosted model; its URL is chosen when it starts, so no base_url."""
+    limits: tuple[tuple[str, int], ...] = ()
+    """(environment, N): how many examples an eval of this model scores when its run sets no
+    `limit` (a subset drawn under the run's seed; a smaller split is scored whole). For models
+    too slow to score a whole split in a demo; the eval tables show the N."""
+
+    @property
+    def served(self) -> bool:
+        """Served on loopback for its evals: a `serve:` entry, or a checkpoint trained here
+        (`checkpoint_asset`) with the `openai` backend."""
+        return self.backend == "openai" and (self.serve is not None or self.checkpoint_asset is not None)
+
+    def limit_for(self, env: str) -> int | None:
+        return dict(self.limits).get(env)
 
     @property
     def key(self) -> str:
@@ -108,6 +121,7 @@ class ModelSpec:
             "max_reply_bytes": self.max_reply_bytes,
             **({"checkpoint_asset": self.checkpoint_asset} if self.checkpoint_asset else {}),
             **({"serve": self.serve} if self.serve else {}),
+            **({"limits": dict(self.limits)} if self.limits else {}),
         }
 
 
@@ -131,6 +145,20 @@ def _positive_int(value: Any, field_name: str, name: str, where: str) -> int:
     return value
 
 
+def _limits(raw: Any, envs: tuple[str, ...], name: str, where: str) -> tuple[tuple[str, int], ...]:
+    """`limit: {e1: 24, e5: 8}`: a positive N per environment (of `envs`, when given)."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, dict) or not raw:
+        raise RegistryError(f"{where}: model {name!r}: limit must map environments to N, e.g. {{e1: 24}}; got {raw!r}")
+    limits = []
+    for env, n in raw.items():
+        if envs and env not in envs:
+            raise RegistryError(f"{where}: model {name!r}: limit names {env!r}, which is not in its envs {list(envs)}")
+        limits.append((str(env), _positive_int(n, f"limit of {env}", name, where)))
+    return tuple(sorted(limits))
+
+
 def _spec(name: str, raw: Any, where: str) -> ModelSpec:
     if not isinstance(raw, dict):
         raise RegistryError(f"{where}: model {name!r} must be a mapping")
@@ -152,7 +180,7 @@ def _spec(name: str, raw: Any, where: str) -> ModelSpec:
         sampling = Sampling(**sampling_raw)
     except TypeError as exc:
         raise RegistryError(f"{where}: model {name!r} sampling: {exc}") from exc
-    envs = raw.get("envs") or ()
+    envs = tuple(raw.get("envs") or ())
     return ModelSpec(
         name=name,
         backend=backend,
@@ -162,7 +190,7 @@ def _spec(name: str, raw: Any, where: str) -> ModelSpec:
         default=bool(raw.get("default", False)),
         sweep=bool(raw.get("sweep", False)),
         nightly=bool(raw.get("nightly", False)),
-        envs=tuple(envs),
+        envs=envs,
         max_concurrency=int(raw.get("max_concurrency", 4)),
         requests_per_minute=int(raw["requests_per_minute"]) if raw.get("requests_per_minute") else None,
         max_reply_bytes=_positive_int(
@@ -172,6 +200,7 @@ def _spec(name: str, raw: Any, where: str) -> ModelSpec:
         description=str(raw.get("description", "")),
         checkpoint_asset=raw.get("checkpoint_asset"),
         serve=str(serve) if serve is not None else None,
+        limits=_limits(raw.get("limit"), envs, name, where),
     )
 
 

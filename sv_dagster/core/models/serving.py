@@ -102,6 +102,22 @@ def check_checkpoint(folder: str | os.PathLike) -> Path:
     return path
 
 
+WEIGHT_FILES = ("*.safetensors", "*.bin", "*.json", "*.jinja", "*.model")
+
+
+def checkpoint_identity(folder: str | os.PathLike) -> dict[str, Any]:
+    """What a served model's replies depend on besides the request: its folder and, for each
+    weight, config and tokenizer file, the size and modification time (cheap, and a checkpoint
+    rewritten in place changes them). Response-cache keys of served models include it, so two
+    checkpoints served under one registry name never answer for each other."""
+    path = Path(folder).expanduser().resolve()
+    files = sorted({f for pattern in WEIGHT_FILES for f in path.glob(pattern) if f.is_file()})
+    return {
+        "folder": str(path),
+        "files": [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files],
+    }
+
+
 def resolve_checkpoint(
     serve: str, wheel: WheelSource | None = None, log: Callable[[str], None] = lambda message: None
 ) -> Path:
@@ -292,6 +308,21 @@ class ModelServer:
     def log(self) -> Path | None:
         return self._log
 
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def healthy(self) -> bool:
+        """Running and answering /health (a killed server's threads may outlive its leader)."""
+        import httpx
+
+        if not self.running or self.served is None:
+            return False
+        try:
+            return httpx.get(self.served.base_url.removesuffix("/v1") + "/health", timeout=5.0).status_code == 200
+        except httpx.HTTPError:
+            return False
+
     def __enter__(self) -> ServedModel:
         return self.start()
 
@@ -300,6 +331,39 @@ class ModelServer:
 
 
 # The server process. Everything below runs in `python -m sv_dagster.core.models.serving`.
+
+
+class ServerPool:
+    """Servers kept up across evals: the first eval of a folder starts its server, later ones
+    with the same folder and options ask the same one, and `close` stops them all. The
+    `models` resource holds one for a run process, so a run that evaluates one served model on
+    six environments loads it once; a server found dead or not answering is started again."""
+
+    def __init__(self) -> None:
+        self._servers: dict[tuple[str, tuple[tuple[str, Any], ...]], ModelServer] = {}
+        self._lock = threading.Lock()
+        self.starts = 0
+        """Servers started so far (a restart counts)."""
+
+    def serve(self, folder: str | os.PathLike, **options: Any) -> ServedModel:
+        key = (str(check_checkpoint(folder)), tuple(sorted(options.items())))
+        with self._lock:
+            server = self._servers.get(key)
+            if server is None or not server.healthy():
+                if server is not None:
+                    server.stop(keep_log=True)
+                server = ModelServer(folder, **options)
+                self._servers[key] = server
+                self.starts += 1
+                server.start()
+            assert server.served is not None
+            return server.served
+
+    def close(self) -> None:
+        with self._lock:
+            servers, self._servers = list(self._servers.values()), {}
+        for server in servers:
+            server.stop()
 
 
 def batching_generate_manager(
