@@ -81,9 +81,11 @@ ui: setup
 bench: setup
 	$(BIN)/python bench/run.py
 
-# Served SmolLM2 against plain generate (one at a time, batched); converts the model on first use.
+# Served SmolLM2 against plain generate (one at a time, batched), then E1 evals/hour served
+# against in-process; converts the model on first use. A missed target fails the first, not the second.
 bench-serving: setup
-	$(BIN)/python bench/serving.py --write
+	-$(BIN)/python bench/serving.py --write
+	$(BIN)/python bench/served_evals.py --write
 
 # Maintainers: re-pin the whole dependency set after editing requirements.in or a pyproject.
 # torch resolves against the CPU build on this machine's disk (/opt/wheels), so the lock holds

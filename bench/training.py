@@ -6,9 +6,12 @@ bench/run.py --only training).
   (6 x parameters x tokens/s over the GPU's dense bf16 peak; 989 TFLOP/s for an H100).
 - GRPO: completions per hour (prompts x generations per step / seconds per step).
 
-The model is the embedded tiny model on CPU (`--model tiny`, the default here) or the
-random-init ~0.5B Qwen-shape model of configs/training/profiles/gpu-0.5b.yaml (`--model
-qwen-0.5b`, for GPU hosts; no download). Both paths train on E1's SFT rows built from the bundled sample flows.
+The model is the embedded tiny model on CPU (`--model tiny`, the default here), the
+pretrained SmolLM2-135M-Instruct of configs/training/profiles/smollm2-cpu.yaml (`--model
+smollm2`: its steps, batch and lengths; `--rows 64` is plenty), or the random-init ~0.5B
+Qwen-shape model of configs/training/profiles/gpu-0.5b.yaml (`--model qwen-0.5b`, for GPU
+hosts; no download). Every path trains on E1's SFT rows built from the bundled sample flows.
+`--write` records the result as bench/results/<date>-training-<model>.json.
 """
 
 from __future__ import annotations
@@ -26,6 +29,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 H100_BF16_FLOPS = 989e12
+PROFILES = {
+    "tiny": None,
+    "smollm2": "smollm2-cpu",
+    "qwen-0.5b": "gpu-0.5b",  # bf16, liger kernels, static-cache generation
+}
 
 
 def _rows(folder: Path, n: int) -> dict[str, Path]:
@@ -84,8 +92,8 @@ def _params(model_dir: Path) -> int:
     return sum(p.numel() for p in AutoModelForCausalLM.from_pretrained(model_dir).parameters())
 
 
-def _plain_trl_sft(model_dir: Path, rows: Path, epochs: float, batch: int) -> dict:
-    """TRL's SFTTrainer with its defaults, the same model and rows."""
+def _plain_trl_sft(model_dir: Path, rows: Path, epochs: float, batch: int, max_steps: int | None = None) -> dict:
+    """TRL's SFTTrainer with its defaults, the same model, rows and step budget."""
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -99,6 +107,7 @@ def _plain_trl_sft(model_dir: Path, rows: Path, epochs: float, batch: int) -> di
         args = SFTConfig(
             output_dir=out,
             num_train_epochs=epochs,
+            max_steps=max_steps or -1,
             per_device_train_batch_size=batch,
             report_to=[],
             save_strategy="no",
@@ -120,17 +129,17 @@ def main() -> int:
     from sv_dagster.training.config import load_training_config
 
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", choices=["tiny", "qwen-0.5b"], default="tiny")
+    parser.add_argument("--model", choices=list(PROFILES), default="tiny")
     parser.add_argument("--rows", type=int, default=2000)
     parser.add_argument("--grpo-steps", type=int, default=10)
+    parser.add_argument("--write", action="store_true", help="record bench/results/<date>-training-<model>.json")
     args = parser.parse_args()
     cuda = torch.cuda.is_available()
     overrides = {
         "sft": {"epochs": 1.0, "max_seconds": 3600},
         "grpo": {"max_steps": args.grpo_steps, "max_seconds": 3600},
     }
-    # The 0.5B shape is the GPU profile's (bf16, liger kernels, static-cache generation).
-    config = load_training_config("e1", overrides=overrides, profile="gpu-0.5b" if args.model == "qwen-0.5b" else None)
+    config = load_training_config("e1", overrides=overrides, profile=PROFILES[args.model])
     with tempfile.TemporaryDirectory(prefix="sv-bench-training-") as tmp:
         folder = Path(tmp)
         data = {k: str(v) for k, v in _rows(folder, args.rows).items()}
@@ -138,7 +147,7 @@ def main() -> int:
         parameters = _params(folder / "base")
         sft = _pipeline("sft", config, folder, folder / "base", {"train": data["sft"]})
         grpo = _pipeline("grpo", config, folder, folder / "sft", {"train": data["grpo"], "tasks/e1": data["tasks"]})
-        plain = _plain_trl_sft(folder / "base", Path(data["sft"]), 1.0, config.sft.batch_size)
+        plain = _plain_trl_sft(folder / "base", Path(data["sft"]), 1.0, config.sft.batch_size, config.sft.max_steps)
     sft_seconds = sft["metrics"]["train_runtime"]
     sft_tokens_per_s = (sft.get("tokens") or 0) / sft_seconds
     plain_tokens_per_s = (plain["tokens"] or 0) / plain["seconds"]
@@ -161,6 +170,18 @@ def main() -> int:
         result["sft_mfu"] = 6 * parameters * sft_tokens_per_s / H100_BF16_FLOPS
         result["plain_trl_sft_mfu"] = 6 * parameters * plain_tokens_per_s / H100_BF16_FLOPS
     print(json.dumps(result))
+    if args.write:
+        from datetime import UTC, datetime
+
+        record = {
+            "command": "python bench/training.py" + "".join(f" {a}" for a in sys.argv[1:]),
+            "date": datetime.now(UTC).isoformat(),
+            "machine": {"cpus": os.cpu_count(), "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
+            "results": result,
+        }
+        out = ROOT / "bench" / "results" / f"{datetime.now(UTC):%Y-%m-%d}-training-{args.model}.json"
+        out.write_text(json.dumps(record, indent=2) + "\n")
+        print(f"written to {out.relative_to(ROOT)}")
     return 0
 
 
