@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -342,6 +344,27 @@ def test_the_worker_reports_parser_errors_deadlines_and_memory():
     with pytest.raises(InputRefused, match="needs more than 2048 MB"):
         run_bounded("builtins:bytearray", 3 * 1024**3, what="hog")
     assert run_bounded("json:loads", '["\\ud800", 1.5]') == ["\ud800", 1.5]  # lone surrogates travel
+
+
+def test_a_worker_kept_off_the_cpu_by_other_work_is_not_refused():
+    """The deadline is the parser's CPU time while the machine is busy: a worker that other
+    processes starve (here: stopped for 1.5 s) finishes an honest parse past the wall-clock
+    deadline; a parse that sleeps, using no CPU, is still refused at the wall-clock cap."""
+    import signal
+    import threading
+
+    from sv_shared.bounded import STARVED_WALL_FACTOR, WorkerPool
+
+    pool = WorkerPool(size=1)
+    assert pool.call("json:loads", "[1]") == [1]  # the worker is up and has imported json
+    (worker,) = pool._idle
+    threading.Timer(0.05, os.kill, (worker.proc.pid, signal.SIGSTOP)).start()
+    threading.Timer(1.5, os.kill, (worker.proc.pid, signal.SIGCONT)).start()
+    assert pool.call("time:sleep", 0.3, deadline_s=0.5) is None  # 0.5 s of CPU, over 1.5 s of wall
+    started = time.monotonic()
+    with pytest.raises(InputRefused, match="took longer than 0.2 s"):
+        pool.call("time:sleep", 30, deadline_s=0.2)
+    assert time.monotonic() - started < 0.2 * STARVED_WALL_FACTOR + 1.0
 
 
 # --- E4 emails -----------------------------------------------------------------------------

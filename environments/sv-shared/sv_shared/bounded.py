@@ -8,7 +8,8 @@ Every parser of untrusted input is bounded one of two ways:
 - where no pre-check can bound the cost (python-hcl2's lexer and the email package's header
   parser have super-linear paths inside regexes and recursive descent), `run_bounded` runs the
   parser in a worker process with a deadline and a memory cap: one hostile file then costs at
-  most the deadline, on another core, and never holds the caller's interpreter or its GIL.
+  most the deadline (of the worker's CPU time while other work starves it, within a wall-clock
+  cap), on another core, and never holds the caller's interpreter or its GIL.
 
 A refusal is an `InputRefused` (a ValueError) whose one-line message names what was refused
 and the limit it passed; callers turn it into their own per-example error.
@@ -33,7 +34,12 @@ MAX_NESTING_DEPTH = 100
 """Deepest nesting of lists and maps a parsed document may have (YAML, HCL, JSON). Honest
 configs, answers and dataset rows nest under 20 levels."""
 DEFAULT_DEADLINE_S = 10.0
-"""Wall-clock seconds one call of `run_bounded` may take; honest inputs take milliseconds."""
+"""Seconds one call of `run_bounded` may take; honest inputs take milliseconds. Counted in
+the worker's CPU time while the machine is busy (see STARVED_WALL_FACTOR)."""
+STARVED_WALL_FACTOR = 6.0
+"""A worker past its wall-clock deadline that has used less CPU than the deadline was kept
+off the CPU by other work, not parsing: it may go on, up to this many deadlines of wall
+time. A hostile input spends the deadline in CPU and is refused on time on an idle machine."""
 DEFAULT_MEMORY_MB = 2048
 """Address-space cap of a worker process (the parser's own memory included)."""
 _IMPORT_DEADLINE_S = 120.0
@@ -146,14 +152,30 @@ class _Worker:
             raise ParserFailed(kind, detail)
         return message["ok"]
 
+    def _cpu_seconds(self) -> float | None:
+        """The worker's user + system CPU time (Linux /proc), or None where it cannot be read."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
     def _read_line(self, deadline: float, deadline_s: float, what: str) -> bytes:
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
+        cpu_start = self._cpu_seconds()
+        wall_cap = deadline + (STARVED_WALL_FACTOR - 1) * deadline_s
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
             while b"\n" not in self._buffer:
                 left = deadline - time.monotonic()
                 if left <= 0 or not selector.select(left):
+                    cpu_now = self._cpu_seconds()
+                    used = cpu_now - cpu_start if cpu_now is not None and cpu_start is not None else None
+                    if used is not None and used < deadline_s and time.monotonic() < wall_cap:
+                        deadline = min(wall_cap, time.monotonic() + max(deadline_s - used, 0.1))
+                        continue  # starved by other work, not parsing: the CPU deadline is not spent
                     self.kill()
                     raise InputRefused(f"{what} took longer than {deadline_s:g} s to parse; refused")
                 chunk = os.read(fd, 1 << 20)
@@ -278,8 +300,8 @@ def _serve(memory_mb: int) -> None:
     os.dup2(2, 1)
     for line in sys.stdin.buffer:
         request = json.loads(line)
-        # Should the parent vanish mid-call, the worker still stops soon after its deadline.
-        signal.alarm(int(request["deadline_s"]) + 5)
+        # Should the parent vanish mid-call, the worker still stops soon after its wall cap.
+        signal.alarm(int(request["deadline_s"] * STARVED_WALL_FACTOR) + 5)
         try:
             if "import" in request:
                 importlib.import_module(request["import"])
