@@ -1,8 +1,9 @@
 """A response cache: the same request to the same model is answered from disk.
 
 Keyed by (backend, base URL, model id, messages, sampling parameters including the seed,
-and for a model served here the checkpoint it serves), so re-running an eval after a verifier change costs no model calls. SQLite (standard
-library) in WAL mode: several processes may share one cache file.
+and for a model served here the checkpoint it serves), so re-running an eval after a
+verifier change costs no model calls. SQLite (standard library) in WAL mode: several
+processes may share one cache file.
 
 Only replies that were scored are stored: the runner settles each example's replies once
 it knows its outcome, so a reply that failed or could not be scored is asked again next

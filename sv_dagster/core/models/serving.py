@@ -330,9 +330,6 @@ class ModelServer:
         self.stop(keep_log=exc[0] is not None)
 
 
-# The server process. Everything below runs in `python -m sv_dagster.core.models.serving`.
-
-
 class ServerPool:
     """Servers kept up across evals: the first eval of a folder starts its server, later ones
     with the same folder and options ask the same one, and `close` stops them all. The
@@ -364,6 +361,9 @@ class ServerPool:
             servers, self._servers = list(self._servers.values()), {}
         for server in servers:
             server.stop()
+
+
+# The server process. Everything below runs in `python -m sv_dagster.core.models.serving`.
 
 
 def batching_generate_manager(
