@@ -364,6 +364,7 @@ class ServedBackend:
         """The last server's `ServedModel` (folder, URL, pid), kept after it stops."""
         self.inner: OpenAICompatibleBackend | None = None
         self.closed = False
+        self._identity: dict[str, Any] | None = None
 
     @property
     def limits(self) -> AdaptiveConcurrency | None:
@@ -371,32 +372,29 @@ class ServedBackend:
 
     @property
     def cache_identity(self) -> dict[str, Any] | None:
-        """The served checkpoint, for response-cache keys (`serving.checkpoint_identity`);
-        None until the server has started."""
-        from sv_dagster.core.models.serving import checkpoint_identity
-
-        return checkpoint_identity(self.served.folder) if self.served is not None else None
+        """The served checkpoint, for response-cache keys (`serving.checkpoint_identity`, read
+        once when the server starts); None until then."""
+        return self._identity
 
     def _start(self) -> OpenAICompatibleBackend:
-        from sv_dagster.core.models.serving import ModelServer, resolve_checkpoint
+        from sv_dagster.core.models.serving import ModelServer, checkpoint_identity, resolve_checkpoint
 
         folder = self.checkpoint or (self.resolve or resolve_checkpoint)(str(self.spec.serve))
         if self.pool is not None:
             served = self.pool.serve(folder, **self.server_options)
-            self.served = served
-            return OpenAICompatibleBackend(
-                replace(self.spec, base_url=served.base_url, model=served.model), **self.backend_options
-            )
-        server = ModelServer(folder, **self.server_options)
-        served = server.start()
-        self.server, self.served = server, served
+        else:
+            server = ModelServer(folder, **self.server_options)
+            served = server.start()
+            self.server = server
+        self.served, self._identity = served, checkpoint_identity(served.folder)
         try:  # the server answers to the folder's path as the model id
             return OpenAICompatibleBackend(
                 replace(self.spec, base_url=served.base_url, model=served.model), **self.backend_options
             )
         except BaseException:
-            self.server = None
-            server.stop()
+            if self.server is not None:
+                server, self.server = self.server, None
+                server.stop()
             raise
 
     async def preflight(self) -> None:
