@@ -40,17 +40,17 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.record import bench_record, write_record  # noqa: E402
 
 TARGETS = {
     "definitions_load_s": 3.0,
@@ -582,23 +582,13 @@ def main() -> int:
         name: (results[name] >= target if "_per_" in name or name.endswith("mfu") else results[name] <= target)
         for name, target in targets.items()
     }
-    record = {
-        "command": "make bench  (python bench/run.py" + "".join(f" {a}" for a in sys.argv[1:]) + ")",
-        "date": datetime.now(UTC).isoformat(),
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            # other work on a shared machine moves wall-clock figures
-            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-        },
-        "results": results,
-        "targets": targets,
-        "met": verdicts,
-    }
-    out = ROOT / "bench" / "results" / f"{datetime.now(UTC):%Y-%m-%d}-{args.only}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n")
+    record = bench_record(
+        "make bench  (python bench/run.py" + "".join(f" {a}" for a in sys.argv[1:]) + ")",
+        results,
+        targets=targets,
+        met=verdicts,
+    )
+    out = write_record(record, args.only)
     for name, value in results.items():
         if not isinstance(value, (list, dict)):
             print(f"{name:28s} {value:10.3f}" if isinstance(value, float) else f"{name:28s} {value}")

@@ -20,17 +20,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
-import platform
 import sys
 import tempfile
 import time
 from dataclasses import replace
-from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.record import bench_record, write_record  # noqa: E402
 
 
 def _run(spec, backend, start, n: int, outputs: Path, run_id: str) -> dict:
@@ -108,22 +107,10 @@ def main() -> int:
         "replies_equal": same,
         "served_vs_in_process_evals_per_hour": served["evals_per_hour"] / local["evals_per_hour"],
     }
-    record = {
-        "command": "python bench/served_evals.py" + (" --write" if args.write else ""),
-        "date": datetime.now(UTC).isoformat(),
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],
-        },
-        "results": results,
-    }
+    record = bench_record("python bench/served_evals.py" + (" --write" if args.write else ""), results)
     print(json.dumps(record))
     if args.write:
-        out = ROOT / "bench" / "results" / f"{datetime.now(UTC).date()}-served-evals.json"
-        out.write_text(json.dumps(record, indent=2) + "\n")
-        print(f"written to {out.relative_to(ROOT)}")
+        print(f"written to {write_record(record, 'served-evals').relative_to(ROOT)}")
     return 0
 
 

@@ -25,14 +25,14 @@ import argparse
 import asyncio
 import json
 import os
-import platform
 import sys
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+
+from bench.record import bench_record, write_record  # noqa: E402
 
 TARGETS = {
     "served_16_vs_plain_one_at_a_time": 5.0,
@@ -175,24 +175,12 @@ def main() -> int:
     )
     results["served_16_vs_plain_batched"] = results["served_16_tokens_per_s"] / results["plain_batched_tokens_per_s"]
     met = {name: results[name] >= target for name, target in TARGETS.items()}
-    record = {
-        "command": "python bench/serving.py" + "".join(f" {a}" for a in sys.argv[1:]),
-        "date": datetime.now(UTC).isoformat(),
-        "machine": {
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "platform": platform.platform(),
-            "load_average_at_end": [round(x, 2) for x in os.getloadavg()],  # other work moves wall-clock figures
-        },
-        "results": results,
-        "targets": TARGETS,
-        "met": met,
-    }
+    record = bench_record(
+        "python bench/serving.py" + "".join(f" {a}" for a in sys.argv[1:]), results, targets=TARGETS, met=met
+    )
     print(json.dumps(record))
     if args.write:
-        out = ROOT / "bench" / "results" / f"{datetime.now(UTC):%Y-%m-%d}-serving.json"
-        out.write_text(json.dumps(record, indent=2) + "\n")
-        print(f"written to {out.relative_to(ROOT)}")
+        print(f"written to {write_record(record, 'serving').relative_to(ROOT)}")
     return 0 if all(met.values()) else 1
 
 

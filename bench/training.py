@@ -28,6 +28,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.record import bench_record, write_record  # noqa: E402
+
 H100_BF16_FLOPS = 989e12
 PROFILES = {
     "tiny": None,
@@ -171,17 +173,8 @@ def main() -> int:
         result["plain_trl_sft_mfu"] = 6 * parameters * plain_tokens_per_s / H100_BF16_FLOPS
     print(json.dumps(result))
     if args.write:
-        from datetime import UTC, datetime
-
-        record = {
-            "command": "python bench/training.py" + "".join(f" {a}" for a in sys.argv[1:]),
-            "date": datetime.now(UTC).isoformat(),
-            "machine": {"cpus": os.cpu_count(), "load_average_at_end": [round(x, 2) for x in os.getloadavg()]},
-            "results": result,
-        }
-        out = ROOT / "bench" / "results" / f"{datetime.now(UTC):%Y-%m-%d}-training-{args.model}.json"
-        out.write_text(json.dumps(record, indent=2) + "\n")
-        print(f"written to {out.relative_to(ROOT)}")
+        record = bench_record("python bench/training.py" + "".join(f" {a}" for a in sys.argv[1:]), result)
+        print(f"written to {write_record(record, f'training-{args.model}').relative_to(ROOT)}")
     return 0
 
 
