@@ -11,7 +11,7 @@ export PATH := $(CURDIR)/$(BIN):$(PATH)
 export DAGSTER_HOME ?= $(CURDIR)/.dagster
 
 EVAL_TARGETS := eval-e1 eval-e2 eval-e3 eval-e4 eval-e5 eval-e6
-.PHONY: setup system-packages demo test lint ui bench bench-serving lock clean samples check $(EVAL_TARGETS)
+.PHONY: setup system-packages demo test lint ui bench bench-serving bench-demo lock clean samples check $(EVAL_TARGETS)
 
 # make eval-e1 MODELS="gpt-5-mini heuristic" N=32 [SEED=42]
 # make eval-e2 MODELS="gpt-5-mini tool-oracle" N=10 INCLUDE_TOOLS=false
@@ -86,6 +86,10 @@ bench: setup
 bench-serving: setup
 	-$(BIN)/python bench/serving.py --write
 	$(BIN)/python bench/served_evals.py --write
+
+# `sv-dagster demo` in a fresh instance and outputs root, timed against its 15-minute budget.
+bench-demo: setup
+	$(BIN)/python bench/demo.py --write
 
 # Maintainers: re-pin the whole dependency set after editing requirements.in or a pyproject.
 # torch resolves against the CPU build on this machine's disk (/opt/wheels), so the lock holds

