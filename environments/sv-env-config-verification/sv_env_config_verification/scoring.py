@@ -7,9 +7,12 @@ more than missing a resource limit.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+
+from sv_env_config_verification.tools import SCANNED_TASK_FILE
 
 DEFAULT_SEVERITY_WEIGHTS = {"low": 1.0, "medium": 2.0, "high": 3.0}
 
@@ -92,15 +95,31 @@ def patch_success(outcome: PatchOutcome) -> bool:
     return outcome.status == "applied" and bool(outcome.removed) and not outcome.introduced
 
 
+def _task_file_scans(tool_texts: Iterable[str]) -> list[dict]:
+    """The tool messages that report a scan of the task's file as given (not of content the
+    model passed in), parsed; anything else (errors, other shapes) is left out."""
+    scans = []
+    for text in tool_texts:
+        try:
+            body = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(body, dict) and body.get("scanned") == SCANNED_TASK_FILE and not body.get("error"):
+            scans.append(body)
+    return scans
+
+
 def grounding_score(answer_ids: Iterable[str], tool_texts: Iterable[str]) -> float:
     """Share of the answer's violation ids that appear verbatim in the tool messages of
-    the trace. An answer that claims nothing is fully grounded (1.0); claims made without
-    any tool message score 0.0: grounding rewards citing what the tools actually said,
-    so a no-tools run earns none of it (weight it accordingly)."""
+    the trace; claims made without any tool message score 0.0. An answer that claims
+    nothing is grounded (1.0) only when a tool scanned the task's file and no scan of it
+    reported a finding: "nothing found" must be what the tools said, not a way to collect
+    this reward without calling one."""
     ids = list(dict.fromkeys(answer_ids))
-    if not ids:
-        return 1.0
     texts = [t for t in tool_texts if t]
+    if not ids:
+        scans = _task_file_scans(texts)
+        return 1.0 if scans and not any(scan.get("findings") for scan in scans) else 0.0
     if not texts:
         return 0.0
 

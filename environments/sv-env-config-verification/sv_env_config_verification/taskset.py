@@ -32,7 +32,14 @@ from sv_env_config_verification.scoring import (
     patch_score,
     patch_success,
 )
-from sv_env_config_verification.tools import ToolSuite, default_suite, findings_json, oracle_index
+from sv_env_config_verification.tools import (
+    SCANNED_GIVEN_CONTENT,
+    SCANNED_TASK_FILE,
+    ToolSuite,
+    default_suite,
+    findings_json,
+    oracle_index,
+)
 from sv_shared.rewardconfig import with_reward_weights
 from sv_shared.tools import ToolResult
 
@@ -145,9 +152,9 @@ class ConfigVerificationTask(vf.Task[ConfigVerificationData, vf.State, ConfigVer
         """Run `tool` on the task's file, or on `content` (a candidate patched version)."""
         if tool not in self.tool_names:
             return json.dumps({"tool": tool, "error": f"{tool} is not available for this task"})
-        text = self.data.content if content is None else str(content)
-        result = await self.suite.run(tool, self.data.filename, text)
-        return findings_json(result)
+        if content is None:
+            return findings_json(await self.suite.run(tool, self.data.filename, self.data.content), SCANNED_TASK_FILE)
+        return findings_json(await self.suite.run(tool, self.data.filename, str(content)), SCANNED_GIVEN_CONTENT)
 
     def tool_functions(self) -> list[ToolFunction]:
         """One async function per available tool (`run_opa`, `run_semgrep`, ...), typed and
@@ -313,7 +320,8 @@ def _tool_function(task: ConfigVerificationTask, tool: str) -> ToolFunction:
     run.__name__ = run.__qualname__ = f"run_{tool}"
     run.__doc__ = (
         f"Scan the file under review with {_TOOL_DOCS[tool]} and return its findings as JSON "
-        '({"tool", "version", "findings": [{"id", "severity", "line", "message"}], "error"?}).\n\n'
+        '({"tool", "version", "scanned": "task file" or "given content", '
+        '"findings": [{"id", "severity", "line", "message"}], "error"?}).\n\n'
         "Args:\n    content: optional full text of a candidate patched version of the file to scan "
         "instead of the original (to check that a fix removes findings)."
     )

