@@ -121,6 +121,10 @@ class GrpoConfig(_Strict):
     """A completion whose scoring raises gets reward 0; past this fraction of such
     completions the stage fails, since its rewards no longer measure the task."""
     save_steps: int = Field(20, ge=1)
+    tool_calls: int = Field(0, ge=0)
+    """Tool-calling rounds a rollout may make with the environment's own tools (those its
+    evals offer; TRL's `max_tool_calling_iterations`); 0: single-turn rollouts, no tools.
+    Needs a chat template that renders tool calls (the embedded model's does)."""
     use_vllm: bool = False
     vllm_mode: Literal["server", "colocate"] = "server"
     vllm_server_base_url: str | None = None

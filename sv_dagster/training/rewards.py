@@ -15,6 +15,7 @@ and the stage fails at its end when such completions exceed `max_scoring_error_r
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -67,6 +68,8 @@ class EnvRewardAdapter:
     log_metric: Callable[[str, float], None] | None = None
     errors: list[ScoringError] = field(default_factory=list)
     scored: int = 0
+    tool_calls_made: int = 0
+    """Tool calls executed during rollouts (tool-calling GRPO)."""
     tasks: dict[tuple[str, str], Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -91,9 +94,19 @@ class EnvRewardAdapter:
 
         return rule_counterpart
 
+    def run(self, coro: Any) -> Any:
+        """Run a coroutine on the scoring loop (tool calls during rollouts use it too)."""
+        return self._loop.run(coro)
+
     async def score_one(
-        self, env_short: str, task_key: str, completion: str, turns_before: list[dict[str, Any]] | None
+        self,
+        env_short: str,
+        task_key: str,
+        completion: str,
+        turns_before: list[dict[str, Any]] | None,
+        tool_turns: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
+        """`tool_turns`: the rollout's tool calls and results before `completion`."""
         from sv_dagster.core.evals.runner import is_dialogue, score_completion
         from sv_shared.sft import chat_messages
 
@@ -101,7 +114,7 @@ class EnvRewardAdapter:
         if task is None:
             raise KeyError(f"no {env_short} task {task_key!r} in {self.task_files.get(env_short)}")
         if not is_dialogue(task):
-            scores, _, total = await score_completion(task, completion)
+            scores, _, total = await score_completion(task, completion, None, tool_turns or None)
             return {"total": total, "scores": scores}
         prompt = chat_messages(task)
         conversation = [*prompt, *(turns_before or []), {"role": "assistant", "content": completion}]
@@ -112,10 +125,10 @@ class EnvRewardAdapter:
         scores, _, total = await score_completion(task, completion, None, conversation[len(prompt) :])
         return {"total": total, "scores": scores}
 
-    async def _score_all(self, items: list[tuple[str, str, str, Any]]) -> list[float]:
-        async def guarded(env_short: str, key: str, text: str, before: Any) -> float:
+    async def _score_all(self, items: list[tuple[str, str, str, Any, Any]]) -> list[float]:
+        async def guarded(env_short: str, key: str, text: str, before: Any, tool_turns: Any) -> float:
             try:
-                result = await self.score_one(env_short, key, text, before)
+                result = await self.score_one(env_short, key, text, before, tool_turns)
             except Exception as exc:  # one bad completion or verifier bug never stops training
                 self.errors.append(ScoringError(env_short, key, text, f"{type(exc).__name__}: {exc}"))
                 return 0.0
@@ -139,8 +152,39 @@ class EnvRewardAdapter:
     ) -> list[float]:
         if log_metric is not None:
             self.log_metric = log_metric
-        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
+        split = [conversation_turns(c) if isinstance(c, list) else (str(c), []) for c in completions]
+        texts, tool_turns = [text for text, _ in split], [turns for _, turns in split]
         befores = turns_before or [None] * len(texts)
-        rewards = self._loop.run(self._score_all(list(zip(env, task_key, texts, befores))))
+        rewards = self._loop.run(self._score_all(list(zip(env, task_key, texts, befores, tool_turns))))
         self.scored += len(rewards)
         return rewards
+
+
+def conversation_turns(completion: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """A TRL completion as messages (with tool calling: assistant turns with `tool_calls`,
+    tool results, a last assistant reply) as (final reply, the turns before it) in the eval
+    runner's stored shape. A rollout that ended on a tool result has no final reply ("")."""
+    turns = []
+    for message in completion:
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            calls = [
+                {
+                    "id": call.get("id") or f"call_{i}",
+                    "type": "function",
+                    "function": {
+                        "name": (call.get("function") or {}).get("name"),
+                        "arguments": _arguments_text((call.get("function") or {}).get("arguments")),
+                    },
+                }
+                for i, call in enumerate(message["tool_calls"])
+            ]
+            turns.append({"role": "assistant", "content": message.get("content") or "", "tool_calls": calls})
+        else:
+            turns.append({k: v for k, v in message.items() if k in ("role", "content", "name", "tool_call_id")})
+    if turns and turns[-1]["role"] == "assistant" and not turns[-1].get("tool_calls"):
+        return str(turns[-1].get("content") or ""), turns[:-1]
+    return "", turns
+
+
+def _arguments_text(arguments: Any) -> str:
+    return arguments if isinstance(arguments, str) else json.dumps(arguments if arguments is not None else {})

@@ -456,6 +456,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
     rows = [row for row in read_rows(Path(spec.data["train"])) if row.get("task_key")]
     if not rows:
         raise StageError(f"no GRPO prompts with a task in {spec.data['train']}")
+    g = config.grpo
     train = Dataset.from_list(
         [
             {
@@ -463,6 +464,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
                 "task_key": r["task_key"],
                 "env": r["env"],
                 "turns_before": r.get("turns_before") or [],
+                **({"environment": r["env"]} if g.tool_calls else {}),  # TRL picks the row's tools by it
             }
             for r in rows
         ]
@@ -474,7 +476,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
         counterpart=_counterpart(spec.counterpart_dir),
     )
     tokenizer, model = load_model(spec.model_dir, config)
-    g = config.grpo
+    tools = _tool_rollouts(spec, rewards, tokenizer, g.tool_calls) if g.tool_calls else {}
     args = GRPOConfig(
         **_common_args(spec, run.partial, config.seed),
         learning_rate=g.learning_rate,
@@ -496,6 +498,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
         activation_checkpointing=config.model.activation_checkpointing,
         disable_dropout=True,
         shuffle_dataset=shuffle,  # a curriculum keeps its order
+        **({"max_tool_calling_iterations": g.tool_calls} if tools else {}),
     )
     wall, stream = _callbacks(g.max_seconds, report)
     trainer = GRPOTrainer(
@@ -506,6 +509,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
         processing_class=tokenizer,
         peft_config=_peft_config(config),
         callbacks=[wall, stream],
+        **({"environment_factory": tools} if tools else {}),
     )
     _, record = run.train(trainer, tokenizer, wall, prompts=len(rows))
     for error in rewards.errors[:20]:
@@ -516,8 +520,31 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
         reward_errors=[e.as_dict() for e in rewards.errors[:100]],
         n_reward_errors=len(rewards.errors),
         reward_weights={env: rewards.weights(env) for env in task_files},
+        tool_calls_made=rewards.tool_calls_made,
+        tools_offered={env: list(cls.tool_names) for env, cls in tools.items()},
     )
     return run.finish(record)
+
+
+def _tool_rollouts(spec: StageSpec, rewards: Any, tokenizer: Any, rounds: int) -> dict[str, Any]:
+    """TRL's `environment_factory` for rollouts that may call the environments' own tools;
+    {} when no environment of the stage offers any. A model whose chat template cannot
+    render tool calls fails here, naming it, before any step."""
+    from trl.chat_template_utils import qwen3_template, supports_tool_calling
+
+    from sv_dagster.training.tiny import CHAT_TEMPLATE
+    from sv_dagster.training.tool_rollouts import environment_factories, offered_tools
+
+    if not any(offered_tools(rewards, env) for env in rewards.task_files):
+        return {}
+    if not supports_tool_calling(tokenizer):
+        raise StageError(
+            f"grpo.tool_calls is {rounds} but the chat template of {spec.model_dir} renders no tool calls; "
+            "set grpo.tool_calls: 0 for this model"
+        )
+    if tokenizer.chat_template == CHAT_TEMPLATE and getattr(tokenizer, "response_template", None) is None:
+        tokenizer.response_template = qwen3_template  # the embedded template writes Qwen's tool calls
+    return environment_factories(rewards, rewards.task_files)
 
 
 def reward_errors_path(out: Path) -> Path:

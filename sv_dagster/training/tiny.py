@@ -22,10 +22,30 @@ PAD, BOS_TURN, EOS_TURN = "<|pad|>", "<|im_start|>", "<|im_end|>"
 SPECIAL_TOKENS = (PAD, BOS_TURN, EOS_TURN)
 
 # ChatML, as Qwen models use it. The end-of-turn token is the tokenizer's eos, so
-# generation stops at the end of the assistant's turn.
+# generation stops at the end of the assistant's turn. With `tools`, the system turn lists
+# their JSON schemas and an assistant turn's `tool_calls` are written as Qwen writes them
+# (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`), which TRL's Qwen response
+# parser reads back during tool-calling GRPO; tool results are `tool` turns. Without tools
+# or tool calls a conversation renders exactly as plain ChatML.
 CHAT_TEMPLATE = (
-    "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
-    "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    "{% if tools %}<|im_start|>system\n"
+    "{% if messages[0]['role'] == 'system' %}{{ messages[0]['content'] }}\n\n{% endif %}"
+    "Tools you may call, as JSON schemas:\n"
+    "{% for tool in tools %}{{ tool | tojson }}\n{% endfor %}"
+    'To call one, write <tool_call>\n{"name": <tool name>, "arguments": {<arguments>}}\n</tool_call>'
+    "<|im_end|>\n{% endif %}"
+    "{% for message in messages %}"
+    "{% if not (tools and loop.first and message['role'] == 'system') %}"
+    "<|im_start|>{{ message['role'] }}\n{{ message['content'] or '' }}"
+    "{% for call in message['tool_calls'] or [] %}"
+    "{% set function = call['function'] if call['function'] is defined else call %}"
+    "{% if loop.first and message['content'] %}\n{% endif %}"
+    '<tool_call>\n{"name": {{ function[\'name\'] | tojson }}, "arguments": '
+    "{% if function['arguments'] is string %}{{ function['arguments'] }}{% else %}{{ function['arguments'] | tojson }}{% endif %}"
+    "}\n</tool_call>{% if not loop.last %}\n{% endif %}"
+    "{% endfor %}<|im_end|>\n"
+    "{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
 )
 
 

@@ -1,0 +1,87 @@
+"""Tool-calling GRPO rollouts: each environment's own tools, called as its evals call them.
+
+TRL's `environment_factory` builds one object per concurrent rollout and calls
+`reset(**row)` before each; the object's public methods are the tools the model may call.
+Here each environment gets one such class whose methods are the tools its tasks offer
+(`task.tool_functions()`, the functions the eval runner offers a model), bound at `reset` to
+the row's task. A call runs on the reward adapter's event loop, where scoring runs too, so
+tools and rewards share the scanners' batching and cache. A tool the row's task does not
+offer answers with an error, as in an eval. The reward adapter then scores the whole
+conversation (tool calls and results included) with the environment's own `task.score`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import typing
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from sv_dagster.training.rewards import EnvRewardAdapter
+
+
+class TaskTools:
+    """The tools of one row's task; subclasses add one method per tool name."""
+
+    adapter: EnvRewardAdapter
+    tool_names: tuple[str, ...] = ()
+
+    def __init__(self) -> None:
+        self.functions: dict[str, Callable[..., Any]] = {}
+        self.calls: list[str] = []
+
+    def reset(self, **row: Any) -> None:
+        task = self.adapter.tasks[(row["env"], row["task_key"])]
+        functions = getattr(task, "tool_functions", None)
+        self.functions = {f.__name__: f for f in functions()} if callable(functions) else {}
+        self.calls = []
+
+    def _call(self, name: str, arguments: dict[str, Any]) -> str:
+        function = self.functions.get(name)
+        self.calls.append(name)
+        self.adapter.tool_calls_made += 1
+        if function is None:
+            return json.dumps({"tool": name, "error": f"{name} is not available for this task"})
+        return str(self.adapter.run(function(**arguments)))
+
+
+def _method(name: str, function: Callable[..., Any]) -> Callable[..., str]:
+    """A method with `function`'s name, parameters, types and docstring (TRL builds the
+    tool's JSON schema from them) that calls the bound task's tool of that name."""
+    signature = inspect.signature(function)
+    hints = typing.get_type_hints(function)
+
+    def method(self: TaskTools, **arguments: Any) -> str:
+        return self._call(name, arguments)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = function.__doc__
+    method.__annotations__ = {**{k: v for k, v in hints.items() if k != "return"}, "return": str}
+    self_parameter = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    method.__signature__ = signature.replace(  # type: ignore[attr-defined]
+        parameters=[self_parameter, *signature.parameters.values()], return_annotation=str
+    )
+    return method
+
+
+def offered_tools(adapter: EnvRewardAdapter, env_short: str) -> dict[str, Callable[..., Any]]:
+    """Every tool the environment's tasks offer, by name (the first task's function of each
+    name stands for its schema: an environment's tools share one signature per name)."""
+    found: dict[str, Callable[..., Any]] = {}
+    for (env, _), task in adapter.tasks.items():
+        functions = getattr(task, "tool_functions", None) if env == env_short else None
+        for function in functions() if callable(functions) else ():
+            found.setdefault(function.__name__, function)
+    return found
+
+
+def environment_factories(adapter: EnvRewardAdapter, envs: Iterable[str]) -> dict[str, type[TaskTools]]:
+    """TRL's `environment_factory` mapping: environment short name (each row's `environment`
+    column) -> the class of its tools."""
+    factories = {}
+    for env_short in envs:
+        methods = {name: _method(name, function) for name, function in offered_tools(adapter, env_short).items()}
+        namespace = {"adapter": adapter, "tool_names": tuple(sorted(methods)), **methods}
+        factories[env_short] = type(f"{env_short.upper()}Tools", (TaskTools,), namespace)
+    return factories
