@@ -85,6 +85,11 @@ CHECKPOINT_CONCURRENCY = 32
 """Concurrent requests to a checkpoint trained here: its server (or the local backend) batches them."""
 
 
+CHECKPOINT_TIMEOUT_S = 900.0
+"""Per request: a CPU server works through its batched requests in turn, beside a training
+stage, so a slow reply is queueing, not a hang (the pool restarts a server that died)."""
+
+
 def checkpoint_spec(name: str, model: str, max_tokens: int) -> ModelSpec:
     """A `local` model: greedy decoding, `max_tokens` per reply, seed 0."""
     return ModelSpec(
@@ -92,7 +97,7 @@ def checkpoint_spec(name: str, model: str, max_tokens: int) -> ModelSpec:
         backend="local",
         model=model,
         max_concurrency=CHECKPOINT_CONCURRENCY,
-        sampling=Sampling(temperature=0.0, max_tokens=max_tokens, seed=0),
+        sampling=Sampling(temperature=0.0, max_tokens=max_tokens, seed=0, timeout_s=CHECKPOINT_TIMEOUT_S),
     )
 
 
