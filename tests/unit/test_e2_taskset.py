@@ -89,6 +89,10 @@ def test_empty_and_garbage_answers(tasks):
     clean = tasks["clean-role.yaml"]
     trace = _score(clean, '{"violations": [], "patch": "", "confidence": 0.9}')
     assert _rewards(trace)["detection"] == 1.0 and trace.metrics["clean_pass"] == 1.0
+    # Prose that names no finding is no verdict of "clean": no detection or patch credit.
+    prose = _score(clean, "This Role looks fine to me.")
+    assert _rewards(prose) == {"format": 0.0, "detection": 0.0, "patch": 0.0, "grounding": 0.0}
+    assert prose.metrics["clean_pass"] == 0.0
     wrong = _score(
         clean,
         json.dumps(

@@ -37,6 +37,12 @@ class ConfigAnswer:
     def ids(self) -> set[str]:
         return {v.id for v in self.violations}
 
+    @property
+    def states_findings(self) -> bool:
+        """The reply gave a violations list (possibly empty): only then does finding
+        nothing count as a verdict of "clean"."""
+        return isinstance(self.raw, dict) and isinstance(self.raw.get("violations"), list)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "violations": [{"id": v.id, "severity": v.severity} for v in self.violations],

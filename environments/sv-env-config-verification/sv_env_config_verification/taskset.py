@@ -194,7 +194,7 @@ class ConfigVerificationTask(vf.Task[ConfigVerificationData, vf.State, ConfigVer
             **v.to_dict(),
             "clean": not v.oracle,
             "patch_success": patch_success(v.patch),
-            "answered_clean": not v.answer.violations,
+            "answered_clean": v.answer.states_findings and not v.answer.violations,
         }
 
     async def verify(self, reply: str | None) -> Verification:
@@ -232,6 +232,9 @@ class ConfigVerificationTask(vf.Task[ConfigVerificationData, vf.State, ConfigVer
         oracle = oracle_index(results)
         predicted = {v.id: v.severity for v in answer.violations}
         detection = detection_score(predicted, oracle, settings.severity_weights)
+        if not answer.states_findings:
+            # No violations list (prose, no JSON): it claims nothing, not that the file is clean.
+            detection = DetectionScore(0.0, 0.0, 0.0)
         after: dict[str, str] = {}
         if is_empty_patch(answer.patch):
             outcome = PatchOutcome("empty")
@@ -252,6 +255,8 @@ class ConfigVerificationTask(vf.Task[ConfigVerificationData, vf.State, ConfigVer
                     after = oracle_index(rescanned)
                     outcome = patch_outcome(oracle, after)
         reward = patch_score(outcome, oracle, after, settings.severity_weights, settings.new_finding_penalty)
+        if outcome.status == "empty" and not answer.states_findings:
+            reward = 0.0  # "nothing to fix" is a verdict only a stated answer gives
         return Verification(answer, oracle, _tool_summary(results), detection, outcome, after, reward)
 
     # --- rewards and metrics ----------------------------------------------------------
@@ -290,7 +295,7 @@ class ConfigVerificationTask(vf.Task[ConfigVerificationData, vf.State, ConfigVer
             "tool_calls": float(len(tool_messages(trace))),
         }
         if not v.oracle:
-            out["clean_pass"] = 1.0 if not v.answer.violations else 0.0
+            out["clean_pass"] = 1.0 if v.answer.states_findings and not v.answer.violations else 0.0
         return out
 
 
