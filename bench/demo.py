@@ -46,6 +46,7 @@ def phase_times(stdout: str) -> dict[str, float | None]:
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--write", action="store_true", help="record bench/results/<date>-demo.json")
+    parser.add_argument("--stdout", type=Path, help="also save what the demo printed to this file")
     args = parser.parse_args()
 
     from sv_dagster.core.models.base_weights import conversion_folder, load_catalog
@@ -60,6 +61,8 @@ def main() -> int:
         started = time.perf_counter()
         proc = subprocess.run([str(cli), "demo"], cwd=ROOT, env=environ, capture_output=True, text=True)
         wall = time.perf_counter() - started
+    if args.stdout:
+        args.stdout.write_text(proc.stdout)
     if proc.returncode != 0:
         print(f"bench/demo.py: `sv-dagster demo` exited {proc.returncode}:\n{proc.stderr[-3000:]}", file=sys.stderr)
         return 1
