@@ -6,8 +6,10 @@ Here each environment gets one such class whose methods are the tools its tasks 
 (`task.tool_functions()`, the functions the eval runner offers a model), bound at `reset` to
 the row's task. A call runs on the reward adapter's event loop, where scoring runs too, so
 tools and rewards share the scanners' batching and cache. A tool the row's task does not
-offer answers with an error, as in an eval. The reward adapter then scores the whole
-conversation (tool calls and results included) with the environment's own `task.score`.
+offer answers with an error, as in an eval; so does a call past the task's `tool_budget`
+(an eval stops offering tools there; TRL cannot withdraw them mid-rollout). The
+reward adapter then scores the whole conversation (tool calls and results included) with the
+environment's own `task.score`.
 """
 
 from __future__ import annotations
@@ -29,16 +31,22 @@ class TaskTools:
 
     def __init__(self) -> None:
         self.functions: dict[str, Callable[..., Any]] = {}
+        self.budget: int | None = None
         self.calls: list[str] = []
 
     def reset(self, **row: Any) -> None:
         task = self.adapter.tasks[(row["env"], row["task_key"])]
         functions = getattr(task, "tool_functions", None)
         self.functions = {f.__name__: f for f in functions()} if callable(functions) else {}
+        self.budget = getattr(task, "tool_budget", None)
         self.calls = []
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
+        """The tool's result, or an error for a tool the task does not offer or a call past
+        the task's budget of calls."""
         function = self.functions.get(name)
+        if self.budget is not None and len(self.calls) >= self.budget:
+            return json.dumps({"tool": name, "error": f"tool budget of {self.budget} calls used up"})
         self.calls.append(name)
         self.adapter.tool_calls_made += 1
         if function is None:

@@ -101,6 +101,13 @@ def test_each_environment_gets_its_tasks_tools_as_methods_with_schemas(e2):
     unknown = json.loads(tools._call("run_semgrep", {}))  # a tool this task does not offer
     assert "not available" in unknown["error"]
     assert e2["adapter"].tool_calls_made == 2
+    for _ in range(e2["task"].tool_budget - 2):
+        json.loads(tools.run_opa())
+    over = json.loads(tools.run_opa())  # one call past the task's budget, as in an eval
+    assert over["error"] == f"tool budget of {e2['task'].tool_budget} calls used up"
+    assert e2["adapter"].tool_calls_made == e2["task"].tool_budget
+    tools.reset(env="e2", task_key=TASK, prompt=e2["prompt"])  # the next rollout starts afresh
+    assert "findings" in json.loads(tools.run_opa())
 
 
 def test_a_tool_calling_conversation_is_scored_with_its_tool_results(e2):
