@@ -32,22 +32,22 @@ class TaskTools:
     def __init__(self) -> None:
         self.functions: dict[str, Callable[..., Any]] = {}
         self.budget: int | None = None
-        self.calls: list[str] = []
+        self.calls = 0
 
     def reset(self, **row: Any) -> None:
         task = self.adapter.tasks[(row["env"], row["task_key"])]
         functions = getattr(task, "tool_functions", None)
         self.functions = {f.__name__: f for f in functions()} if callable(functions) else {}
         self.budget = getattr(task, "tool_budget", None)
-        self.calls = []
+        self.calls = 0
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
         """The tool's result, or an error for a tool the task does not offer or a call past
         the task's budget of calls."""
         function = self.functions.get(name)
-        if self.budget is not None and len(self.calls) >= self.budget:
+        if self.budget is not None and self.calls >= self.budget:
             return json.dumps({"tool": name, "error": f"tool budget of {self.budget} calls used up"})
-        self.calls.append(name)
+        self.calls += 1
         self.adapter.tool_calls_made += 1
         if function is None:
             return json.dumps({"tool": name, "error": f"{name} is not available for this task"})

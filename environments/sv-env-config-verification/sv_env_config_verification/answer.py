@@ -43,6 +43,11 @@ class ConfigAnswer:
         nothing count as a verdict of "clean"."""
         return isinstance(self.raw, dict) and isinstance(self.raw.get("violations"), list)
 
+    @property
+    def says_clean(self) -> bool:
+        """A stated, empty violations list: the verdict "clean"."""
+        return self.states_findings and not self.violations
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "violations": [{"id": v.id, "severity": v.severity} for v in self.violations],

@@ -32,14 +32,7 @@ from sv_env_config_verification.scoring import (
     patch_score,
     patch_success,
 )
-from sv_env_config_verification.tools import (
-    SCANNED_GIVEN_CONTENT,
-    SCANNED_TASK_FILE,
-    ToolSuite,
-    default_suite,
-    findings_json,
-    oracle_index,
-)
+from sv_env_config_verification.tools import ToolSuite, default_suite, oracle_index
 from sv_shared.rewardconfig import with_reward_weights
 from sv_shared.tools import ToolResult
 
@@ -152,9 +145,7 @@ class ConfigVerificationTask(vf.Task[ConfigVerificationData, vf.State, ConfigVer
         """Run `tool` on the task's file, or on `content` (a candidate patched version)."""
         if tool not in self.tool_names:
             return json.dumps({"tool": tool, "error": f"{tool} is not available for this task"})
-        if content is None:
-            return findings_json(await self.suite.run(tool, self.data.filename, self.data.content), SCANNED_TASK_FILE)
-        return findings_json(await self.suite.run(tool, self.data.filename, str(content)), SCANNED_GIVEN_CONTENT)
+        return await self.suite.scan_for_model(tool, self.data.filename, self.data.content, content)
 
     def tool_functions(self) -> list[ToolFunction]:
         """One async function per available tool (`run_opa`, `run_semgrep`, ...), typed and
@@ -194,7 +185,7 @@ class ConfigVerificationTask(vf.Task[ConfigVerificationData, vf.State, ConfigVer
             **v.to_dict(),
             "clean": not v.oracle,
             "patch_success": patch_success(v.patch),
-            "answered_clean": v.answer.states_findings and not v.answer.violations,
+            "answered_clean": v.answer.says_clean,
         }
 
     async def verify(self, reply: str | None) -> Verification:
@@ -295,7 +286,7 @@ class ConfigVerificationTask(vf.Task[ConfigVerificationData, vf.State, ConfigVer
             "tool_calls": float(len(tool_messages(trace))),
         }
         if not v.oracle:
-            out["clean_pass"] = 1.0 if v.answer.states_findings and not v.answer.violations else 0.0
+            out["clean_pass"] = 1.0 if v.answer.says_clean else 0.0
         return out
 
 

@@ -44,6 +44,10 @@ _KINDS = {
 _PRECHECKS_KEPT = 256
 ENV_TOOLS = "SV_E2_TOOLS"
 """Comma-separated tools to use (e.g. "opa" for a fast offline run); unset = all available."""
+SCANNED_TASK_FILE = "task file"
+SCANNED_GIVEN_CONTENT = "given content"
+"""What a tool result shown to the model scanned (`findings_json`): only a scan of the task's
+file as given can ground an answer."""
 
 
 def semgrep_rules_dir() -> Path:
@@ -159,6 +163,13 @@ class ToolSuite:
             return self._error(tool, problem)
         return _select(tool, await self.scanners[tool].scan(filename, content))
 
+    async def scan_for_model(self, tool: str, filename: str, task_content: str, given: str | None = None) -> str:
+        """A tool call of the model's: `tool` on the task's file, or on the `given` content
+        (a candidate patched version), as `findings_json` saying which it scanned."""
+        if given is None:
+            return findings_json(await self.run(tool, filename, task_content), SCANNED_TASK_FILE)
+        return findings_json(await self.run(tool, filename, str(given)), SCANNED_GIVEN_CONTENT)
+
     async def _precheck(self, filename: str, content: str | bytes) -> str | None:
         """`precheck`, remembered per file text: every reply to a task has its original
         file scanned again (from the tool cache), and parsing it again each time cost more
@@ -224,10 +235,6 @@ def default_suite(tools: Sequence[str] | None = None) -> ToolSuite:
 def tool_versions(tools: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
     """Provenance: for each tool, whether it is available, its version and rule-set hash."""
     return default_suite(tools).versions()
-
-
-SCANNED_TASK_FILE = "task file"
-SCANNED_GIVEN_CONTENT = "given content"
 
 
 def findings_json(result: ToolResult, scanned: str, limit: int = 50) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 import verifiers.v1 as vf
 from verifiers.v1.utils.decorators import discover_decorated
 
-from sv_env_config_verification.tools import SCANNED_GIVEN_CONTENT, SCANNED_TASK_FILE, default_suite, findings_json
+from sv_env_config_verification.tools import default_suite
 
 
 class ConfigToolsConfig(vf.ToolsetConfig):
@@ -51,9 +51,7 @@ class ConfigVerificationToolset(vf.Toolset[ConfigToolsConfig]):
         suite = default_suite(self.config.tools)
         if tool not in suite.applicable(self.filename):
             return json.dumps({"tool": tool, "error": f"{tool} does not scan this file"})
-        if content is None:
-            return findings_json(await suite.run(tool, self.filename, self.content), SCANNED_TASK_FILE)
-        return findings_json(await suite.run(tool, self.filename, content), SCANNED_GIVEN_CONTENT)
+        return await suite.scan_for_model(tool, self.filename, self.content, content)
 
     @vf.tool
     async def run_opa(self, content: str | None = None) -> str:

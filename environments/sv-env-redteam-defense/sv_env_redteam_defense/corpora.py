@@ -10,6 +10,7 @@ own 46 conversations with `test_source: bundled`)."""
 import numbers
 from typing import Any
 
+from sv_env_redteam_defense.scoring import ANSWERS
 from sv_shared.corpora import (
     BEHAVIOR_OPTIONS,
     JAILBREAK_OPTIONS,
@@ -134,7 +135,7 @@ def benign_requests(spec: SourceSpec, frame: Any) -> Normalised:
     if max_rows is not None and (isinstance(max_rows, bool) or not isinstance(max_rows, int) or max_rows < 1):
         raise ValueError(f"source {spec.id}: max_rows must be a whole number of at least 1, got {max_rows!r}")
     expected_answer = spec.options.get("expected_answer")
-    if expected_answer is not None and expected_answer not in ("yes", "no"):
+    if expected_answer is not None and expected_answer not in ANSWERS:
         raise ValueError(f"source {spec.id}: expected_answer must be 'yes' or 'no', got {expected_answer!r}")
     seed = str(spec.options.get("seed", 0))
     apart = NearDuplicates(spec)
