@@ -48,7 +48,7 @@ def asset_key_of(path: str) -> dg.AssetKey:
 class SftDataConfig(dg.Config):
     variant: str | None = Field(
         default=None,
-        description="cot (e2), rag (e3), mix (e4), refusal (e6); unset: the training config's sft_variant.",
+        description="cot or tool_calls (e2), rag (e3), mix (e4), refusal (e6); unset: the training config's sft_variant.",
     )
     synthetic: bool = Field(default=True, description="Add the latest accepted synthetic batch of this environment.")
     max_rows: int | None = Field(
@@ -139,6 +139,7 @@ def build_sft_data_asset(env_short: str) -> dg.AssetsDefinition:
             load_tasks,
             read_rows,
             referenced_texts,
+            sft_rows,
             summarize,
             write_rows,
         )
@@ -194,7 +195,7 @@ def build_sft_data_asset(env_short: str) -> dg.AssetsDefinition:
             "tasks": tasks_path,
             "leakage": out / "leakage.json",
         }
-        write_rows(files["sft"], (e.sft_row() for e in examples), by_reference=harmful)
+        write_rows(files["sft"], sft_rows(examples, tasks), by_reference=harmful)
         write_rows(files["grpo"], (e.grpo_row() for e in examples if e.task_key), by_reference=harmful)
         report = {
             "env": env_short,

@@ -71,6 +71,20 @@ def build_examples(
     return examples
 
 
+def sft_rows(examples: list[SftExample], tasks: list[Any]) -> list[dict[str, Any]]:
+    """The SFT rows of `examples`. When their targets call tools, every row also carries the
+    schemas of the tools `tasks` offer (`tools`, a JSON string TRL's SFTTrainer renders in the
+    prompt), as a tool-calling GRPO rollout of the same task is prompted."""
+    rows = [example.sft_row() for example in examples]
+    if any(example.tool_turns for example in examples):
+        from sv_dagster.training.tool_rollouts import tool_schemas
+
+        tools = json.dumps(tool_schemas(tasks))
+        for row in rows:
+            row["tools"] = tools
+    return rows
+
+
 def referenced_texts(tasks: Iterable[Any]) -> list[str]:
     """The harmful request texts `tasks` were built from by reference (`sv_shared.textrefs`):
     rows written from those tasks carry them as markers again."""

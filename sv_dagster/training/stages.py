@@ -122,6 +122,9 @@ def _texts_for_tokenizer(rows: list[dict[str, Any]]) -> list[str]:
     for row in rows:
         for message in [*row.get("prompt", []), *row.get("completion", [])]:
             texts.append(str(message.get("content") or ""))
+            texts += [json.dumps(call.get("function", call)) for call in message.get("tool_calls") or []]
+        if row.get("tools"):
+            texts.append(row["tools"])
     # The label schema with every confidence a calibrated answer may state, so RL can say it.
     texts += [f'"confidence": {c / 100:.2f}' for c in range(0, 101)]
     return texts
@@ -392,9 +395,18 @@ def run_sft(spec: StageSpec, report: Report) -> dict[str, Any]:
     rows = read_rows(Path(spec.data["train"]))
     if not rows:
         raise StageError(f"no SFT rows in {spec.data['train']}")
-    columns = ("prompt", "completion")
-    train = Dataset.from_list([{k: row[k] for k in columns} for row in rows])
+    # `tools`: the schemas a row's tool-calling target was written against (rendered in its prompt).
+    columns = ("prompt", "completion", "tools") if any("tools" in row for row in rows) else ("prompt", "completion")
+    train = Dataset.from_list([{k: row.get(k) for k in columns} for row in rows])
     tokenizer, model = load_model(spec.model_dir, config)
+    if "tools" in columns:
+        from trl.chat_template_utils import supports_tool_calling
+
+        if not supports_tool_calling(tokenizer):
+            raise StageError(
+                f"the SFT rows in {spec.data['train']} call tools but the chat template of "
+                f"{spec.model_dir or config.model.base} renders no tool calls; choose another sft_variant"
+            )
     s = config.sft
     args = SFTConfig(
         **_common_args(spec, run.partial, config.seed),

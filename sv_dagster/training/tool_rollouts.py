@@ -74,14 +74,32 @@ def _method(name: str, function: Callable[..., Any]) -> Callable[..., str]:
 
 
 def offered_tools(adapter: EnvRewardAdapter, env_short: str) -> dict[str, Callable[..., Any]]:
-    """Every tool the environment's tasks offer, by name (the first task's function of each
-    name stands for its schema: an environment's tools share one signature per name)."""
+    """Every tool the environment's tasks offer, by name."""
+    return _functions_by_name(task for (env, _), task in adapter.tasks.items() if env == env_short)
+
+
+def _functions_by_name(tasks: Iterable[Any]) -> dict[str, Callable[..., Any]]:
+    """The first task's function of each name stands for its schema: an environment's tools
+    share one signature per name."""
     found: dict[str, Callable[..., Any]] = {}
-    for (env, _), task in adapter.tasks.items():
-        functions = getattr(task, "tool_functions", None) if env == env_short else None
+    for task in tasks:
+        functions = getattr(task, "tool_functions", None)
         for function in functions() if callable(functions) else ():
             found.setdefault(function.__name__, function)
     return found
+
+
+def tool_schemas(tasks: Iterable[Any]) -> list[dict[str, Any]]:
+    """The JSON schemas of the tools `tasks` offer, in the order and form a tool-calling GRPO
+    prompt lists them (TRL: the methods by name, each through transformers' `get_json_schema`),
+    so SFT rows that call tools are trained on the prompt GRPO samples from."""
+    from transformers.utils import get_json_schema
+
+    holder = TaskTools()
+    return [
+        get_json_schema(_method(name, function).__get__(holder))
+        for name, function in sorted(_functions_by_name(tasks).items())
+    ]
 
 
 def environment_factories(adapter: EnvRewardAdapter, envs: Iterable[str]) -> dict[str, type[TaskTools]]:

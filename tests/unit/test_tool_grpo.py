@@ -15,7 +15,7 @@ import pytest
 from sv_dagster.core.envs import ENVS
 from sv_dagster.training.config import load_training_config
 from sv_dagster.training.rewards import EnvRewardAdapter, conversation_turns
-from sv_dagster.training.sft_data import build_examples, write_rows
+from sv_dagster.training.sft_data import build_examples, sft_rows, write_rows
 from sv_dagster.training.stages import StageError, StageSpec, run_stage
 from sv_dagster.training.tool_rollouts import environment_factories
 from sv_env_config_verification import oracle_reply
@@ -80,6 +80,7 @@ def e2(tmp_path_factory):
     yield {
         "folder": folder,
         "tasks": tasks_path,
+        "all_tasks": tasks,
         "task": task,
         "prompt": example.grpo_row()["prompt"],
         "adapter": adapter,
@@ -199,3 +200,53 @@ def test_a_model_whose_template_renders_no_tool_calls_fails_before_any_step(e2, 
     data = {"train": str(folder / "grpo.jsonl"), "tasks/e2": str(e2["tasks"])}
     with pytest.raises(StageError, match=r"grpo.tool_calls is 2 but the chat template of .* renders no tool calls"):
         run_stage(_spec("grpo", _config(tool_calls=2), tmp_path / "grpo", base, data), lambda *_: None)
+
+
+def test_e2_sft_rows_that_call_tools_are_what_a_tool_calling_rollout_sees(e2):
+    """Variant `tool_calls`: each reply calls the task's tools, gets what the tools return to
+    a model, then answers as the oracle; the row's prompt lists the tools' schemas exactly as
+    TRL lists them in a GRPO prompt."""
+    from transformers.utils import get_json_schema
+
+    tasks = e2["all_tasks"]
+    examples = build_examples("e2", list(tasks.values()), variant="tool_calls")
+    rows = sft_rows(examples, list(tasks.values()))
+    factories = environment_factories(e2["adapter"], ["e2"])
+    tools = factories["e2"]()
+    offered = [get_json_schema(getattr(tools, name)) for name in factories["e2"].tool_names]
+    assert len(rows) == len(tasks)
+    for example, row in zip(examples, rows):
+        task = tasks[example.task_key]
+        call, *results, answer = row["completion"]
+        functions = task.tool_functions()
+        assert [c["function"]["name"] for c in call["tool_calls"]] == [f.__name__ for f in functions] == ["run_opa"]
+        assert [r["content"] for r in results] == [e2["adapter"].run(f()) for f in functions]
+        assert answer == {"role": "assistant", "content": oracle_reply(task.data.prompt_text, tools=["opa"])}
+        assert json.loads(row["tools"]) == offered
+    plain = sft_rows(build_examples("e2", list(tasks.values())), list(tasks.values()))
+    assert all("tools" not in row and len(row["completion"]) == 1 for row in plain)
+
+
+def test_sft_trains_tool_rows_with_their_tools_and_refuses_a_template_without_them(e2, tmp_path: Path):
+    tasks = e2["all_tasks"]
+    examples = [e for e in build_examples("e2", list(tasks.values()), variant="tool_calls") if e.task_key == TASK]
+    with_tools, without = tmp_path / "tools.jsonl", tmp_path / "plain.jsonl"
+    write_rows(with_tools, sft_rows(examples, list(tasks.values())))
+    write_rows(without, [{k: v for k, v in row.items() if k != "tools"} for row in sft_rows(examples, [])])
+    base = tmp_path / "base"
+    run_stage(_spec("base", _config(), base, None, {"train": str(with_tools)}), lambda *_: None)
+    one_step = _config().model_copy(update={"sft": _config().sft.model_copy(update={"max_steps": 1})})
+    tokens = {
+        name: run_stage(_spec("sft", one_step, tmp_path / name, base, {"train": str(path)}), lambda *_: None)["tokens"]
+        for name, path in (("tools", with_tools), ("plain", without))
+    }
+    assert tokens["tools"] > tokens["plain"]  # the tools' schemas were rendered into the prompt it trained on
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    tokenizer.chat_template = (
+        "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    )
+    tokenizer.save_pretrained(base)
+    with pytest.raises(StageError, match=r"call tools but the chat template of .* renders no tool calls"):
+        run_stage(_spec("sft", one_step, tmp_path / "refused", base, {"train": str(with_tools)}), lambda *_: None)

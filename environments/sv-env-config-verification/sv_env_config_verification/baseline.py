@@ -309,38 +309,47 @@ def _oracle_answer(filename: str, content: str, results: dict[str, Any]) -> str:
 def oracle_reply(prompt: str, tools: list[str] | None = None) -> str:
     """The tools' own answer for the file in the prompt: every finding, and a JSON patch for
     Kubernetes findings `kubernetes_fix` can fix. Runs the tools (through the cache)."""
-    import asyncio
-
-    from sv_env_config_verification.tools import default_suite
-
     parsed = parse_prompt(prompt)
     if parsed is None:
         return _reply([], "", 0.1, "no file found in the prompt")
     filename, content = parsed
+    return _oracle_answer(filename, content, _scan_one(filename, content, tools))
+
+
+def _scan_one(filename: str, content: str, tools: list[str] | None) -> dict[str, Any]:
+    import asyncio
+
+    from sv_env_config_verification.tools import default_suite
+
     suite = default_suite(tools)
-    results = (
-        asyncio.run(suite.run_all(filename, content))
-        if not _loop_running()
-        else suite.scan_many({filename: content}).get(filename, {})
-    )
-    return _oracle_answer(filename, content, results)
+    if _loop_running():
+        return suite.scan_many({filename: content}).get(filename, {})
+    return asyncio.run(suite.run_all(filename, content))
 
 
 def oracle_replies(prompts: list[str], tools: list[str] | None = None) -> list[str]:
     """`oracle_reply` for many prompts at once: each CLI tool scans every file in one
     process (SFT targets for a whole dataset cost one Semgrep and one Checkov start)."""
+    return [reply for reply, _ in oracle_scans(prompts, tools)]
+
+
+def oracle_scans(prompts: list[str], tools: list[str] | None = None) -> list[tuple[str, dict[str, Any]]]:
+    """For each prompt, the oracle's reply and the tool results it rests on ({tool: result}
+    for the file in the prompt; empty when there is none), batched as `oracle_replies`."""
     from sv_env_config_verification.tools import default_suite
 
     parsed = [parse_prompt(prompt) for prompt in prompts]
     files = {found[0]: found[1] for found in parsed if found is not None}
     if len(files) < sum(found is not None for found in parsed):  # two prompts, one file name
-        return [oracle_reply(prompt, tools) for prompt in prompts]
-    results = default_suite(tools).scan_many(files) if files else {}
+        by_prompt = [{} if found is None else _scan_one(found[0], found[1], tools) for found in parsed]
+    else:
+        scanned = default_suite(tools).scan_many(files) if files else {}
+        by_prompt = [{} if found is None else scanned.get(found[0], {}) for found in parsed]
     return [
-        _reply([], "", 0.1, "no file found in the prompt")
+        (_reply([], "", 0.1, "no file found in the prompt"), {})
         if found is None
-        else _oracle_answer(found[0], found[1], results.get(found[0], {}))
-        for found in parsed
+        else (_oracle_answer(found[0], found[1], results), results)
+        for found, results in zip(parsed, by_prompt)
     ]
 
 

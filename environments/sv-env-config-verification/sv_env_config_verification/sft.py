@@ -1,18 +1,39 @@
 """E2's SFT targets: the tools' own findings and patch (the oracle), batched through one
-scan per tool; variant `cot` puts the tool-by-tool reasoning first."""
+scan per tool. Variant `cot` puts the tool-by-tool reasoning first; variant `tool_calls`
+teaches the calls themselves: the reply calls each tool the task offers (as a model calls
+them in an eval or a tool-calling GRPO rollout), reads their results and then answers."""
 
 import json
 from collections.abc import Iterable
 from typing import Any
 
-from sv_env_config_verification.baseline import oracle_replies
-from sv_shared.sft import SftExample, SftSpec, chat_messages
+from sv_env_config_verification.baseline import oracle_scans
+from sv_env_config_verification.tools import SCANNED_TASK_FILE, findings_json
+from sv_shared.sft import Messages, SftExample, SftSpec, chat_messages
+
+
+def tool_turns(task: Any, results: dict[str, Any]) -> Messages:
+    """One assistant turn calling each of the task's tools on its file (within its budget of
+    calls), then each tool's result as the tool itself returns it to a model."""
+    tools = [tool for tool in task.tool_names if tool in results][: task.tool_budget]
+    if not tools:
+        return []
+    # Arguments as a JSON string (the OpenAI form): `{}` scans the task's own file.
+    calls = [{"type": "function", "function": {"name": f"run_{tool}", "arguments": "{}"}} for tool in tools]
+    return [
+        {"role": "assistant", "content": "", "tool_calls": calls},
+        *(
+            {"role": "tool", "name": f"run_{tool}", "content": findings_json(results[tool], SCANNED_TASK_FILE)}
+            for tool in tools
+        ),
+    ]
 
 
 def build(tasks: list[Any], variant: str | None, context: dict[str, Any]) -> Iterable[SftExample]:
     messages = [chat_messages(task) for task in tasks]
-    replies = oracle_replies([m[-1]["content"] for m in messages])
-    for task, prompt, reply in zip(tasks, messages, replies):
+    scans = oracle_scans([m[-1]["content"] for m in messages])
+    for task, prompt, (reply, results) in zip(tasks, messages, scans):
+        turns: Messages = []
         if variant == "cot":
             answer = json.loads(reply)
             found = ", ".join(v["id"] for v in answer.get("violations") or []) or "no violation"
@@ -24,7 +45,10 @@ def build(tasks: list[Any], variant: str | None, context: dict[str, Any]) -> Ite
                     **answer,
                 }
             )
-        yield SftExample(prompt, reply, task.key, difficulty=0 if task.data.info.get("clean") else 1)
+        elif variant == "tool_calls":
+            turns = tool_turns(task, results)
+        difficulty = 0 if task.data.info.get("clean") else 1
+        yield SftExample(prompt, reply, task.key, difficulty=difficulty, tool_turns=turns)
 
 
-SFT = SftSpec(build=build, variants=("cot",))
+SFT = SftSpec(build=build, variants=("cot", "tool_calls"))

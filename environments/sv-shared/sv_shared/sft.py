@@ -17,7 +17,7 @@ from typing import Any
 SFT_CONFIDENCE = 0.8
 """The confidence every label target states: SFT teaches the schema and the label, RL the calibration."""
 
-Messages = list[dict[str, str]]
+Messages = list[dict[str, Any]]
 
 
 @dataclass
@@ -33,11 +33,14 @@ class SftExample:
     difficulty: int = 0
     """0 easy .. 2 hard: the curriculum's ordering key."""
     source: str = "curated"
+    tool_turns: Messages = field(default_factory=list)
+    """The reply's tool calls and the tools' results, before its final `completion` (for
+    environments whose evals offer tools; the pipeline adds the tools' schemas to the row)."""
 
     def sft_row(self) -> dict[str, Any]:
         return {
             "prompt": [*self.prompt, *self.turns_before],
-            "completion": [{"role": "assistant", "content": self.completion}],
+            "completion": [*self.tool_turns, {"role": "assistant", "content": self.completion}],
             **self.keys(),
         }
 
