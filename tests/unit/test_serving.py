@@ -7,6 +7,7 @@ server runs on a tiny random checkpoint (~10 s to start here)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import subprocess
@@ -347,3 +348,32 @@ def test_concurrent_requests_share_one_generate_and_get_their_one_at_a_time_repl
         assert prompt_tokens == x["input_ids"].shape[1]
         assert generated.tolist() == alone.tolist()  # stopped at the same end token, or both at 6
         assert text == tokenizer.decode(generated, skip_special_tokens=True)
+
+
+def test_a_reply_whose_tool_call_does_not_parse_comes_back_as_its_text(tiny: Path) -> None:
+    """transformers' response parser raises on malformed tool-call markup (the server's HTTP
+    500 for that request, as shipped); the served app answers with the reply's text."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.cli.serving.utils import parse_assistant_message
+
+    from sv_dagster.core.models.serving import lenient_parse
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny)
+    model = AutoModelForCausalLM.from_pretrained(tiny, dtype=torch.float32)
+    tools = [{"type": "function", "function": {"name": "run_opa", "description": "Scan the file.", "parameters": {}}}]
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "scan it"}], tools=tools, add_generation_prompt=True, return_dict=True
+    )["input_ids"]
+    lenient = lenient_parse(parse_assistant_message)
+
+    def reply(text: str, parse) -> tuple:
+        generated = torch.tensor(tokenizer.encode(text + "<|im_end|>"))
+        return parse(tokenizer, model, generated, torch.tensor([prompt]), cleaned_content=text, tools=tools)
+
+    content, _, calls = reply('<tool_call>\n{"name": "run_opa", "arguments": {}}\n</tool_call>', lenient)
+    assert [(call.name, json.loads(call.arguments)) for call in calls] == [("run_opa", {})]  # parsed as before
+    malformed = "<tool_call><tool_call><tool_call>"
+    with pytest.raises(ValueError):
+        reply(malformed, parse_assistant_message)
+    assert reply(malformed, lenient) == (malformed, None, None)

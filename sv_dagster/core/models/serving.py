@@ -26,6 +26,9 @@ on this 2-core CPU with SmolLM2-135M-Instruct:
   settings go into one `generate` call (`BatchingGenerateManager`), and the leading tokens
   they all share (an eval's system prompt: 122 of E1's ~250) are computed once for the
   batch and reused from the cache (1.2-1.4x over a plain left-padded batch here).
+- A reply whose tool-call markup does not parse (a model's malformed call) comes back as
+  its text, with no tool calls, for the eval to score as the model's answer. As shipped,
+  the parser's ValueError is an HTTP 500 for that request.
 - /v1/models lists the served model. As shipped it scans the Hugging Face hub cache, which
   a machine without the hub does not have (HTTP 500).
 
@@ -531,10 +534,24 @@ def pad_batch(rows: list[Any], masks: list[Any], pad: int, shared: int = 0) -> t
     return input_ids, attention_mask
 
 
+def lenient_parse(parse: Callable[..., Any]) -> Callable[..., Any]:
+    """`parse_assistant_message` that answers a reply it cannot parse with the reply's text
+    and no tool calls (the parser raises ValueError on malformed tool-call markup)."""
+
+    def parse_or_text(processor, model, generated_ids, input_ids, cleaned_content: str = "", tools=None):
+        try:
+            return parse(processor, model, generated_ids, input_ids, cleaned_content=cleaned_content, tools=tools)
+        except ValueError:
+            return cleaned_content, None, None
+
+    return parse_or_text
+
+
 def build_app(folder: Path, *, max_batch: int = MAX_BATCH, device: str = "auto") -> Any:
     """transformers serve's FastAPI app pinned to `folder` (loaded now), with batched
     generation and a /v1/models that lists the served model."""
     from fastapi.responses import JSONResponse
+    from transformers.cli.serving import chat_completion, response, utils
     from transformers.cli.serving.chat_completion import ChatCompletionHandler
     from transformers.cli.serving.completion import CompletionHandler
     from transformers.cli.serving.model_manager import ModelManager
@@ -544,6 +561,9 @@ def build_app(folder: Path, *, max_batch: int = MAX_BATCH, device: str = "auto")
     from transformers.cli.serving.transcription import TranscriptionHandler
     from transformers.cli.serving.utils import GenerationState
 
+    # This process serves one model and nothing else: the handlers' parser, made lenient.
+    for handler_module in (chat_completion, response):
+        handler_module.parse_assistant_message = lenient_parse(utils.parse_assistant_message)
     model_id = str(folder)
     manager = ModelManager(device=device, dtype="auto", force_model=model_id)  # loads the weights
     state = GenerationState(continuous_batching=False)
