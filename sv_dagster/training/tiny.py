@@ -23,15 +23,20 @@ SPECIAL_TOKENS = (PAD, BOS_TURN, EOS_TURN)
 
 # ChatML, as Qwen models use it. The end-of-turn token is the tokenizer's eos, so
 # generation stops at the end of the assistant's turn. With `tools`, the system turn lists
-# their JSON schemas and an assistant turn's `tool_calls` are written as Qwen writes them
+# each tool, by name, as `- name(parameters): first paragraph of its description`: the same line
+# whichever way the schema was made (an eval's request, TRL's schema of a GRPO rollout's
+# method, an SFT row's), so a model this small sees one prompt in all three. An
+# assistant turn's `tool_calls` are written as Qwen writes them
 # (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`), which TRL's Qwen response
 # parser reads back during tool-calling GRPO; tool results are `tool` turns. Without tools
 # or tool calls a conversation renders exactly as plain ChatML.
 CHAT_TEMPLATE = (
     "{% if tools %}<|im_start|>system\n"
     "{% if messages[0]['role'] == 'system' %}{{ messages[0]['content'] }}\n\n{% endif %}"
-    "Tools you may call, as JSON schemas:\n"
-    "{% for tool in tools %}{{ tool | tojson }}\n{% endfor %}"
+    "Tools you may call:\n"
+    "{% for tool in tools | sort(attribute='function.name') %}{% set spec = tool['function'] if tool['function'] is defined else tool %}"
+    "- {{ spec['name'] }}({{ ((spec['parameters'] or {})['properties'] or {}).keys() | join(', ') }}): "
+    "{{ (spec['description'] or '').split('\n\n')[0] }}\n{% endfor %}"
     'To call one, write <tool_call>\n{"name": <tool name>, "arguments": {<arguments>}}\n</tool_call>'
     "<|im_end|>\n{% endif %}"
     "{% for message in messages %}"

@@ -223,6 +223,29 @@ def test_e2_sft_rows_that_call_tools_are_what_a_tool_calling_rollout_sees(e2):
         assert [r["content"] for r in results] == [e2["adapter"].run(f()) for f in functions]
         assert answer == {"role": "assistant", "content": oracle_reply(task.data.prompt_text, tools=["opa"])}
         assert json.loads(row["tools"]) == offered
+    # The embedded model's prompt is one text whether the tools come from an eval's request,
+    # TRL's methods in a GRPO rollout, or an SFT row.
+    from transformers import AutoTokenizer
+
+    from sv_dagster.core.evals.toolcalls import ToolBox
+    from sv_dagster.training.tiny import TinySpec, build_tiny_model
+
+    build_tiny_model(["a manifest"] * 4, e2["folder"] / "template", TinySpec(vocab_size=300))
+    tokenizer = AutoTokenizer.from_pretrained(e2["folder"] / "template")
+    task = tasks[TASK]
+    prompts = {
+        source: tokenizer.apply_chat_template(
+            rows[0]["prompt"], tools=given, tokenize=False, add_generation_prompt=True
+        )
+        for source, given in (
+            ("eval", ToolBox(task.tool_functions()).schemas()),
+            ("grpo", [getattr(tools, name) for name in factories["e2"].tool_names]),
+            ("sft", json.loads(rows[0]["tools"])),
+        )
+    }
+    assert (
+        prompts["eval"] == prompts["grpo"] == prompts["sft"] and "- run_opa(content): Scan the file" in prompts["sft"]
+    )
     plain = sft_rows(build_examples("e2", list(tasks.values())), list(tasks.values()))
     assert all("tools" not in row and len(row["completion"]) == 1 for row in plain)
 
