@@ -98,3 +98,32 @@ def test_sandbox_protections_are_recorded(tasks):
     caps = e3.detect_sandbox()
     assert box["mode"] == caps.mode and box["netns"] == caps.netns and box["readonly_root"] == caps.readonly_root
     assert isinstance(box["uid"], int) and box["limits"]["cpu_s"] > 0
+
+
+def test_scan_code_shows_the_findings_that_grade_a_fix(tasks):
+    """E3's one tool: the scanners on the module, or on a candidate fix (the reference fix
+    clears what they flag); a huge candidate is refused; a budget of 0 offers no tool."""
+    from sv_dagster.core.evals.toolcalls import ToolBox
+    from sv_env_code_vulnerability.patching import apply_diff
+
+    task = tasks[0]
+    spec = task.spec
+    box = ToolBox(task.tool_functions())
+    assert box.names == ["scan_code"] and task.tool_budget == 3
+    fixed = apply_diff({spec.module: spec.source}, spec.fix_diff)[spec.module]
+
+    async def scans():
+        return [
+            json.loads(await box.call("scan_code", arguments))
+            for arguments in ("{}", json.dumps({"content": fixed}), json.dumps({"content": "x" * 100_001}))
+        ]
+
+    original, candidate, huge = asyncio.run(scans())
+    assert original["scanned"] == "task module" and candidate["scanned"] == "given content"
+    assert [r["tool"] for r in original["results"]] == ["bandit", "semgrep", "codeshield"]
+    flagged = {f["id"] for r in original["results"] for f in r["findings"] if f["severity"] in ("medium", "high")}
+    still = {f["id"] for r in candidate["results"] for f in r["findings"] if f["severity"] in ("medium", "high")}
+    assert flagged and not flagged & still
+    assert huge == {"scanned": "given content", "error": "content of 100001 characters is over the 100000 a scan takes"}
+    no_tools = e3.CodeVulnTaskset(e3.CodeVulnTasksetConfig(task=e3.CodeVulnTaskConfig(max_tool_calls=0))).load()
+    assert next(iter(no_tools)).tool_functions() == []
