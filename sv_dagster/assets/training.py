@@ -48,7 +48,7 @@ def asset_key_of(path: str) -> dg.AssetKey:
 class SftDataConfig(dg.Config):
     variant: str | None = Field(
         default=None,
-        description="cot or tool_calls (e2), rag (e3), mix (e4), refusal (e6); unset: the training config's sft_variant.",
+        description="cot or tool_calls (e2), rag or tool_calls (e3), mix or tool_calls (e4), refusal (e6); unset: the training config's sft_variant.",
     )
     synthetic: bool = Field(default=True, description="Add the latest accepted synthetic batch of this environment.")
     max_rows: int | None = Field(

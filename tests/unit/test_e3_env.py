@@ -127,3 +127,32 @@ def test_scan_code_shows_the_findings_that_grade_a_fix(tasks):
     assert huge == {"scanned": "given content", "error": "content of 100001 characters is over the 100000 a scan takes"}
     no_tools = e3.CodeVulnTaskset(e3.CodeVulnTasksetConfig(task=e3.CodeVulnTaskConfig(max_tool_calls=0))).load()
     assert next(iter(no_tools)).tool_functions() == []
+
+
+def test_sft_rows_that_call_scan_code_get_what_the_tool_returns(tasks):
+    """Variant `tool_calls`: scan the module, scan it with the reference fix applied, then
+    answer the reference diff; each result is what `scan_code` returns to a model, and the
+    calls stay within the task's budget."""
+    from sv_dagster.training.sft_data import build_examples
+    from sv_env_code_vulnerability.patching import apply_diff
+
+    plain = {e.task_key: e for e in build_examples("e3", tasks)}
+    examples = build_examples("e3", tasks, variant="tool_calls")
+    assert len(examples) == len(tasks) and all(not e.tool_turns for e in plain.values())
+    by_key = {t.key: t for t in tasks}
+    for example in examples:
+        task = by_key[example.task_key]
+        (scan_code,) = task.tool_functions()
+        spec = task.spec
+        fixed = apply_diff({spec.module: spec.source}, spec.fix_diff)[spec.module]
+        first, first_result, second, second_result = example.tool_turns
+        assert first["tool_calls"][0]["function"] == {"name": "scan_code", "arguments": "{}"}
+        assert json.loads(second["tool_calls"][0]["function"]["arguments"]) == {"content": fixed}
+        assert first_result == {"role": "tool", "name": "scan_code", "content": asyncio.run(scan_code())}
+        assert second_result["content"] == asyncio.run(scan_code(content=fixed))
+        assert json.loads(second_result["content"])["scanned"] == "given content"
+        assert example.completion == plain[task.key].completion  # the answer is the reference fix either way
+    one = e3.CodeVulnTaskset(e3.CodeVulnTasksetConfig(task=e3.CodeVulnTaskConfig(max_tool_calls=1))).load()
+    none = e3.CodeVulnTaskset(e3.CodeVulnTasksetConfig(task=e3.CodeVulnTaskConfig(max_tool_calls=0))).load()
+    assert all(len(e.tool_turns) == 2 for e in build_examples("e3", list(one), variant="tool_calls"))
+    assert all(not e.tool_turns for e in build_examples("e3", list(none), variant="tool_calls"))

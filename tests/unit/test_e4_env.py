@@ -290,3 +290,31 @@ def test_heuristic_accuracy_on_bundled_set(tasks):
         evidence.append(task.details(reply)["evidence"]["score"])
     assert 0.80 <= correct / len(tasks) <= 0.92
     assert min(evidence) == 1.0
+
+
+def test_sft_rows_that_call_check_url_get_what_the_tool_returns(tasks):
+    """Variant `tool_calls`: one turn calling check_url on each distinct link (within the
+    budget), the reports as the tool returns them, then the same answer as without tools."""
+    from sv_dagster.training.sft_data import build_examples
+
+    plain = {e.task_key: e for e in build_examples("e4", tasks)}
+    examples = build_examples("e4", tasks, variant="tool_calls")
+    by_key = {t.key: t for t in tasks}
+    called = 0
+    for example in examples:
+        task = by_key[example.task_key]
+        links = list(dict.fromkeys(task.data.info["email"].get("links") or []))[: task.tool_budget]
+        assert example.completion == plain[task.key].completion
+        if not links:
+            assert example.tool_turns == []
+            continue
+        call, *reports = example.tool_turns
+        urls = [json.loads(c["function"]["arguments"])["url"] for c in call["tool_calls"]]
+        assert urls == links and {c["function"]["name"] for c in call["tool_calls"]} == {"check_url"}
+        assert [r["content"] for r in reports] == [asyncio.run(check_url(url)) for url in links]
+        called += 1
+    assert 0 < called < len(examples)  # the bundled set has emails with and without links
+    many = {**EMAIL, "links": [f"https://host{i}.example/a" for i in range(5)] * 2}
+    task = tasks[0].with_data(info={**tasks[0].data.info, "email": many})
+    (example,) = build_examples("e4", [task], variant="tool_calls")
+    assert len(example.tool_turns[0]["tool_calls"]) == task.tool_budget == 3

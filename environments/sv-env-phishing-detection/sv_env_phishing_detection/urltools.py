@@ -226,6 +226,14 @@ def url_report(url: str) -> dict:
     }
 
 
+def url_report_json(url: str) -> str:
+    """What `check_url` returns to a model for `url` (the tool's text, byte for byte)."""
+    try:
+        return json.dumps(url_report(url), ensure_ascii=False)
+    except Exception as exc:  # a tool must answer, never raise
+        return json.dumps({"url": str(url)[:200], "error": f"{type(exc).__name__}: {exc}"})
+
+
 async def check_url(url: str) -> str:
     """Look up a URL's reputation offline. Returns JSON: registrable_domain, lookalike_of
     (the imitated brand domain or null), punycode, shortener, blocklisted, reasons.
@@ -233,7 +241,4 @@ async def check_url(url: str) -> str:
     Args:
         url: the URL or domain to check, e.g. "https://paypa1.com/login".
     """
-    try:
-        return json.dumps(url_report(url), ensure_ascii=False)
-    except Exception as exc:  # a tool must answer, never raise
-        return json.dumps({"url": str(url)[:200], "error": f"{type(exc).__name__}: {exc}"})
+    return url_report_json(url)
