@@ -18,40 +18,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from sv_dagster.core.models.chat_templates import chatml_with_tools
+
 PAD, BOS_TURN, EOS_TURN = "<|pad|>", "<|im_start|>", "<|im_end|>"
 SPECIAL_TOKENS = (PAD, BOS_TURN, EOS_TURN)
 
-# ChatML, as Qwen models use it. The end-of-turn token is the tokenizer's eos, so
-# generation stops at the end of the assistant's turn. With `tools`, the system turn lists
-# each tool, by name, as `- name(parameters): first paragraph of its description`: the same line
-# whichever way the schema was made (an eval's request, TRL's schema of a GRPO rollout's
-# method, an SFT row's), so a model this small sees one prompt in all three. An
-# assistant turn's `tool_calls` are written as Qwen writes them
-# (`<tool_call>{"name": ..., "arguments": {...}}</tool_call>`), which TRL's Qwen response
-# parser reads back during tool-calling GRPO; tool results are `tool` turns. Without tools
-# or tool calls a conversation renders exactly as plain ChatML.
-CHAT_TEMPLATE = (
-    "{% if tools %}<|im_start|>system\n"
-    "{% if messages[0]['role'] == 'system' %}{{ messages[0]['content'] }}\n\n{% endif %}"
-    "Tools you may call:\n"
-    "{% for tool in tools | sort(attribute='function.name') %}{% set spec = tool['function'] if tool['function'] is defined else tool %}"
-    "- {{ spec['name'] }}({{ ((spec['parameters'] or {})['properties'] or {}).keys() | join(', ') }}): "
-    "{{ (spec['description'] or '').split('\n\n')[0] }}\n{% endfor %}"
-    'To call one, write <tool_call>\n{"name": <tool name>, "arguments": {<arguments>}}\n</tool_call>'
-    "<|im_end|>\n{% endif %}"
-    "{% for message in messages %}"
-    "{% if not (tools and loop.first and message['role'] == 'system') %}"
-    "<|im_start|>{{ message['role'] }}\n{{ message['content'] or '' }}"
-    "{% for call in message['tool_calls'] or [] %}"
-    "{% set function = call['function'] if call['function'] is defined else call %}"
-    "{% if loop.first and message['content'] %}\n{% endif %}"
-    '<tool_call>\n{"name": {{ function[\'name\'] | tojson }}, "arguments": '
-    "{% if function['arguments'] is string %}{{ function['arguments'] }}{% else %}{{ function['arguments'] | tojson }}{% endif %}"
-    "}\n</tool_call>{% if not loop.last %}\n{% endif %}"
-    "{% endfor %}<|im_end|>\n"
-    "{% endif %}{% endfor %}"
-    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
-)
+# ChatML, as Qwen models use it, with tools and Qwen's tool calls (see chat_templates). The
+# end-of-turn token is the tokenizer's eos, so generation stops at the end of the assistant's turn.
+CHAT_TEMPLATE = chatml_with_tools()
 
 
 @dataclass(frozen=True)

