@@ -125,6 +125,12 @@ def test_scan_code_shows_the_findings_that_grade_a_fix(tasks):
     still = {f["id"] for r in candidate["results"] for f in r["findings"] if f["severity"] in ("medium", "high")}
     assert flagged and not flagged & still
     assert huge == {"scanned": "given content", "error": "content of 100001 characters is over the 100000 a scan takes"}
+    assert not any("truncated" in r for r in original["results"])
+    # More findings than a result lists: it says how many it left out.
+    noisy = "import subprocess\n\n" + "".join(f"subprocess.call(cmd{i}, shell=True)\n" for i in range(60))
+    (scan_code,) = task.tool_functions()
+    (bandit, *_) = json.loads(asyncio.run(scan_code(content=noisy)))["results"]
+    assert bandit["tool"] == "bandit" and len(bandit["findings"]) == 50 and bandit["truncated"] >= 11
     no_tools = e3.CodeVulnTaskset(e3.CodeVulnTasksetConfig(task=e3.CodeVulnTaskConfig(max_tool_calls=0))).load()
     assert next(iter(no_tools)).tool_functions() == []
 
