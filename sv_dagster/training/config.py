@@ -125,6 +125,10 @@ class GrpoConfig(_Strict):
     """Tool-calling rounds a rollout may make with the environment's own tools (those its
     evals offer; TRL's `max_tool_calling_iterations`); 0: single-turn rollouts, no tools.
     Needs a chat template that renders tool calls (the embedded model's does)."""
+    dialogues: bool = True
+    """For a stage whose tasks are all dialogues (E5, E6): each rollout plays the whole
+    conversation, the counterpart answering between the model's turns (which alone are
+    trained); false: the model writes one turn after the row's earlier turns."""
     use_vllm: bool = False
     vllm_mode: Literal["server", "colocate"] = "server"
     vllm_server_base_url: str | None = None

@@ -84,9 +84,12 @@ class EnvRewardAdapter:
     def weights(self, env_short: str) -> dict[str, float]:
         return dict(ENVS[env_short].reward_settings(self.reward_configs.get(env_short)).weights)
 
-    async def _target(self, env_short: str) -> Any:
+    async def target(self, env_short: str) -> Any:
+        """The counterpart a dialogue of `env_short` talks to: the given one, else the rule baseline of the other side."""
         if self.counterpart is not None:
             return self.counterpart
+        if ENVS[env_short].counterpart_env is None:  # E6: its task scripts the other side
+            return None
         rule_reply = env_by_id(ENVS[env_short].counterpart_env).heuristic
 
         async def rule_counterpart(messages: list[dict[str, Any]]) -> str:
@@ -119,16 +122,29 @@ class EnvRewardAdapter:
         prompt = chat_messages(task)
         conversation = [*prompt, *(turns_before or []), {"role": "assistant", "content": completion}]
         if ENVS[env_short].counterpart_env is not None:  # E5: the target answers the attack
-            answer, _ = await task.respond(conversation, await self._target(env_short))
+            answer, _ = await task.respond(conversation, await self.target(env_short))
             if answer is not None:
                 conversation.append({"role": "user", "content": answer})
         scores, _, total = await score_completion(task, completion, None, conversation[len(prompt) :])
         return {"total": total, "scores": scores}
 
-    async def _score_all(self, items: list[tuple[str, str, str, Any, Any]]) -> list[float]:
-        async def guarded(env_short: str, key: str, text: str, before: Any, tool_turns: Any) -> float:
+    async def score_dialogue(self, env_short: str, task_key: str, dialogue: list[dict[str, Any]]) -> dict[str, Any]:
+        """A conversation a dialogue rollout played (every turn after the task's prompt),
+        scored as the eval runner scores a played dialogue."""
+        from sv_dagster.core.evals.runner import score_completion
+
+        task = self.tasks.get((env_short, task_key))
+        if task is None:
+            raise KeyError(f"no {env_short} task {task_key!r} in {self.task_files.get(env_short)}")
+        scores, _, total = await score_completion(task, "", None, dialogue)
+        return {"total": total, "scores": scores}
+
+    async def _score_all(self, items: list[tuple[str, str, str, Any]]) -> list[float]:
+        """`items`: (env, task key, the completion's text, the coroutine that scores it)."""
+
+        async def guarded(env_short: str, key: str, text: str, scoring: Any) -> float:
             try:
-                result = await self.score_one(env_short, key, text, before, tool_turns)
+                result = await scoring
             except Exception as exc:  # one bad completion or verifier bug never stops training
                 self.errors.append(ScoringError(env_short, key, text, f"{type(exc).__name__}: {exc}"))
                 return 0.0
@@ -148,14 +164,32 @@ class EnvRewardAdapter:
         env: list[str],
         turns_before: list[Any] | None = None,
         log_metric: Callable[..., None] | None = None,
+        dialogue: list[Any] | None = None,
+        dialogue_task: list[str] | None = None,
         **_: Any,
     ) -> list[float]:
+        """`dialogue`, `dialogue_task`: the conversations dialogue rollouts played and the
+        task each played ("env/task_key"), scored in place of the completions."""
         if log_metric is not None:
             self.log_metric = log_metric
-        split = [conversation_turns(c) if isinstance(c, list) else (str(c), []) for c in completions]
-        texts, tool_turns = [text for text, _ in split], [turns for _, turns in split]
-        befores = turns_before or [None] * len(texts)
-        rewards = self._loop.run(self._score_all(list(zip(env, task_key, texts, befores, tool_turns))))
+
+        async def score() -> list[float]:  # the coroutines are made on the loop that runs them
+            if dialogue is not None and dialogue_task is not None:
+                played = [name.split("/", 1) for name in dialogue_task]
+                items = [
+                    (e, key, json.dumps(turns)[:2000], self.score_dialogue(e, key, turns))
+                    for (e, key), turns in zip(played, dialogue)
+                ]
+            else:
+                split = [conversation_turns(c) if isinstance(c, list) else (str(c), []) for c in completions]
+                befores = turns_before or [None] * len(split)
+                items = [
+                    (e, key, text, self.score_one(e, key, text, before, turns))
+                    for e, key, (text, turns), before in zip(env, task_key, split, befores)
+                ]
+            return await self._score_all(items)
+
+        rewards = self._loop.run(score())
         self.scored += len(rewards)
         return rewards
 

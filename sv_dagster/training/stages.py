@@ -460,6 +460,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
 
+    from sv_dagster.training.dialogue_rollouts import DialogueRollouts, dialogue_rows, is_dialogue_stage
     from sv_dagster.training.rewards import EnvRewardAdapter
     from sv_dagster.training.sft_data import read_rows
 
@@ -489,6 +490,18 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
     )
     tokenizer, model = load_model(spec.model_dir, config)
     tools = _tool_rollouts(spec, rewards, tokenizer, g.tool_calls) if g.tool_calls else {}
+    dialogues = None
+    if g.dialogues and not tools and is_dialogue_stage(rewards):
+        rows = dialogue_rows(rows)
+        train = Dataset.from_list([{k: r[k] for k in ("prompt", "task_key", "env")} for r in rows])
+        dialogues = DialogueRollouts(
+            rewards,
+            tokenizer,
+            rows,
+            max_new_tokens=g.max_completion_length,
+            temperature=g.temperature,
+            top_p=g.top_p,
+        )
     args = GRPOConfig(
         **_common_args(spec, run.partial, config.seed),
         learning_rate=g.learning_rate,
@@ -522,6 +535,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
         peft_config=_peft_config(config),
         callbacks=[wall, stream],
         **({"environment_factory": tools} if tools else {}),
+        **({"rollout_func": dialogues} if dialogues else {}),
     )
     _, record = run.train(trainer, tokenizer, wall, prompts=len(rows))
     for error in rewards.errors[:20]:
@@ -534,6 +548,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
         reward_weights={env: rewards.weights(env) for env in task_files},
         tool_calls_made=rewards.tool_calls_made,
         tools_offered={env: list(cls.tool_names) for env, cls in tools.items()},
+        dialogue_turns_played=dialogues.turns_played if dialogues else None,
     )
     return run.finish(record)
 
