@@ -20,16 +20,9 @@ from sv_dagster.training.dialogue_rollouts import DialogueRollouts, dialogue_row
 from sv_dagster.training.rewards import EnvRewardAdapter
 from sv_dagster.training.sft_data import build_examples, sft_rows, write_rows
 from sv_dagster.training.stages import StageSpec, run_stage
+from tests.support.tiny_shapes import small_tiny
 
-SMALL = {
-    "vocab_size": 400,
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "max_position_embeddings": 2048,
-}
+SMALL = small_tiny(max_position_embeddings=2048)
 
 
 def _setup(env: str, folder: Path) -> dict:

@@ -19,17 +19,10 @@ from sv_dagster.training.sft_data import build_examples, sft_rows, write_rows
 from sv_dagster.training.stages import StageError, StageSpec, run_stage
 from sv_dagster.training.tool_rollouts import environment_factories
 from sv_env_config_verification import oracle_reply
+from tests.support.tiny_shapes import small_tiny
 
 TASK = "e2-privileged-pod"
-SMALL = {
-    "vocab_size": 600,
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "max_position_embeddings": 4096,
-}
+SMALL = small_tiny(vocab_size=600, max_position_embeddings=4096)
 
 
 def _config(**grpo):

@@ -20,16 +20,9 @@ from sv_dagster.core.models.registry import ModelSpec, Sampling
 from sv_dagster.training.config import load_training_config
 from sv_dagster.training.sft_data import build_examples, write_rows
 from sv_dagster.training.stages import CHECKPOINT_FILE, StageError, StageSpec, run_stage
+from tests.support.tiny_shapes import small_tiny
 
-SMALL = {
-    "vocab_size": 400,
-    "hidden_size": 32,
-    "intermediate_size": 64,
-    "num_hidden_layers": 1,
-    "num_attention_heads": 2,
-    "num_key_value_heads": 1,
-    "max_position_embeddings": 512,
-}
+SMALL = small_tiny()
 
 
 def small_config(**overrides):
