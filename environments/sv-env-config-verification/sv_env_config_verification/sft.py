@@ -9,24 +9,15 @@ from typing import Any
 
 from sv_env_config_verification.baseline import oracle_scans
 from sv_env_config_verification.tools import SCANNED_TASK_FILE, findings_json
-from sv_shared.sft import Messages, SftExample, SftSpec, chat_messages
+from sv_shared.sft import Messages, SftExample, SftSpec, chat_messages, tool_call_turns
 
 
 def tool_turns(task: Any, results: dict[str, Any]) -> Messages:
     """One assistant turn calling each of the task's tools on its file (within its budget of
     calls), then each tool's result as the tool itself returns it to a model."""
     tools = [tool for tool in task.tool_names if tool in results][: task.tool_budget]
-    if not tools:
-        return []
-    # Arguments as a JSON string (the OpenAI form): `{}` scans the task's own file.
-    calls = [{"type": "function", "function": {"name": f"run_{tool}", "arguments": "{}"}} for tool in tools]
-    return [
-        {"role": "assistant", "content": "", "tool_calls": calls},
-        *(
-            {"role": "tool", "name": f"run_{tool}", "content": findings_json(results[tool], SCANNED_TASK_FILE)}
-            for tool in tools
-        ),
-    ]
+    # No arguments: each tool scans the task's own file.
+    return tool_call_turns([(f"run_{tool}", {}, findings_json(results[tool], SCANNED_TASK_FILE)) for tool in tools])
 
 
 def build(tasks: list[Any], variant: str | None, context: dict[str, Any]) -> Iterable[SftExample]:

@@ -3,7 +3,6 @@ evidence items that verify against the email. Variant `mix` balances the sources
 `tool_calls` first calls `check_url` on the email's links (as a model may in an eval or a
 tool-calling GRPO rollout), reads the reports and then answers."""
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -11,7 +10,7 @@ from sv_env_phishing_detection.baseline import classify_email
 from sv_env_phishing_detection.emails import normalize_email
 from sv_env_phishing_detection.evidence import build_index, check_item
 from sv_env_phishing_detection.urltools import url_report_json
-from sv_shared.sft import Messages, SftExample, SftSpec, chat_messages, difficulty, label_target
+from sv_shared.sft import Messages, SftExample, SftSpec, chat_messages, difficulty, label_target, tool_call_turns
 
 
 def tool_turns(task: Any) -> Messages:
@@ -20,16 +19,7 @@ def tool_turns(task: Any) -> Messages:
     an email without links."""
     email, _ = normalize_email(task.data.info.get("email") or {})
     links = list(dict.fromkeys(str(link) for link in email["links"]))[: task.tool_budget]
-    if not links:
-        return []
-    calls = [
-        {"type": "function", "function": {"name": "check_url", "arguments": json.dumps({"url": link})}}
-        for link in links
-    ]
-    return [
-        {"role": "assistant", "content": "", "tool_calls": calls},
-        *({"role": "tool", "name": "check_url", "content": url_report_json(link)} for link in links),
-    ]
+    return tool_call_turns([("check_url", {"url": link}, url_report_json(link)) for link in links])
 
 
 def build(tasks: list[Any], variant: str | None, context: dict[str, Any]) -> Iterable[SftExample]:

@@ -64,6 +64,25 @@ class SftSpec:
     source as the smallest has)."""
 
 
+def tool_call_turns(calls: list[tuple[str, dict[str, Any], str]]) -> Messages:
+    """`calls` (tool name, arguments, what the tool returned) as one assistant turn making
+    every call (arguments as a JSON string, the OpenAI form), then each result as a `tool`
+    turn; none for no calls."""
+    if not calls:
+        return []
+    return [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {"type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+                for name, arguments, _ in calls
+            ],
+        },
+        *({"role": "tool", "name": name, "content": result} for name, _, result in calls),
+    ]
+
+
 def chat_messages(task: Any) -> Messages:
     """OpenAI chat messages for a single-turn task: system prompt (if any) + user prompt."""
     messages = []
