@@ -557,8 +557,9 @@ def _tool_rollouts(spec: StageSpec, rewards: Any, tokenizer: Any, rounds: int) -
     """TRL's `environment_factory` for rollouts that may call the environments' own tools;
     {} when no environment of the stage offers any. A model whose chat template cannot
     render tool calls fails here, naming it, before any step."""
-    from trl.chat_template_utils import qwen3_template, supports_tool_calling
+    from trl.chat_template_utils import supports_tool_calling
 
+    from sv_dagster.core.models.chat_templates import response_template
     from sv_dagster.training.tiny import CHAT_TEMPLATE
     from sv_dagster.training.tool_rollouts import environment_factories, offered_tools
 
@@ -570,7 +571,7 @@ def _tool_rollouts(spec: StageSpec, rewards: Any, tokenizer: Any, rounds: int) -
             "set grpo.tool_calls: 0 for this model"
         )
     if tokenizer.chat_template == CHAT_TEMPLATE and getattr(tokenizer, "response_template", None) is None:
-        tokenizer.response_template = qwen3_template  # the embedded template writes Qwen's tool calls
+        tokenizer.response_template = response_template()  # the embedded template writes Qwen's tool calls
     return environment_factories(rewards, rewards.task_files)
 
 

@@ -11,7 +11,7 @@ whichever way the schema was made (an eval's request, TRL's schema of a GRPO rol
 method, an SFT row's), so a small model sees one prompt in all three. An assistant turn's
 `tool_calls` are written as Qwen writes them (`<tool_call>{"name": ..., "arguments":
 {...}}</tool_call>`), which TRL's and transformers serve's Qwen response template read back
-(`RESPONSE_TEMPLATE`); tool results are `tool` turns."""
+(`response_template()`); tool results are `tool` turns."""
 
 from __future__ import annotations
 
