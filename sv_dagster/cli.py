@@ -374,8 +374,12 @@ def training_text(result, env_short: str) -> str:
     from sv_dagster.instance.lineage import metadata_value
 
     lines = [f"\n== training: {env_short} base -> SFT -> RLFT (GRPO), 95% bootstrap CIs"]
+    base = next((metadata_value(metadata, "base_model") for _, metadata in stages), None)
+    model = {"tiny": "the tiny model built here (random init)"}.get(str(base), base)
     if any(r.get("sample") for r in rows):
-        lines.append("DATA: SAMPLE corpus rows plus the synthetic batch; the model is the tiny one built here (CPU)")
+        lines.append(f"DATA: SAMPLE corpus rows plus the synthetic batch; the model: {model}")
+    elif model:
+        lines.append(f"the model: {model}")
     dev = [
         _training_row(json.loads(Path(evaluated["summary"]).read_text()), stage)
         for stage, metadata in stages

@@ -9,6 +9,12 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
+# The tests train the tiny model built here (configs/training/profiles/tiny.yaml), the whole
+# chain in about a minute. E1's default profile trains SmolLM2 for minutes: the tests that
+# mean it name that profile, and bench/demo.py times the demo that trains it.
+TRAINING_PROFILE = "tiny"
+os.environ["SV_TRAINING_PROFILE"] = TRAINING_PROFILE
+
 
 @pytest.fixture(scope="session")
 def rule_baselines_registry(tmp_path_factory: pytest.TempPathFactory) -> Path:
@@ -30,14 +36,9 @@ def isolated(
     monkeypatch.setenv("SV_OUTPUTS_DIR", str(outputs))
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     monkeypatch.setenv("SV_MODEL_REGISTRY", str(rule_baselines_registry))
-    # Deployment and training choices a developer's shell may hold must not change the tests.
-    for name in (
-        "SV_EXECUTOR",
-        "SV_EXECUTOR_CONFIG",
-        "SV_STAGING_DIR",
-        "SV_TRAINING_PROFILE",
-        "SV_SAFETY_REVIEW_CONFIG",
-    ):
+    monkeypatch.setenv("SV_TRAINING_PROFILE", TRAINING_PROFILE)
+    # Deployment choices a developer's shell may hold must not change the tests.
+    for name in ("SV_EXECUTOR", "SV_EXECUTOR_CONFIG", "SV_STAGING_DIR", "SV_SAFETY_REVIEW_CONFIG"):
         monkeypatch.delenv(name, raising=False)
     return tmp_path
 

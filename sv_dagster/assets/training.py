@@ -59,8 +59,8 @@ class SftDataConfig(dg.Config):
 class TrainingRunConfig(dg.Config):
     profile: str | None = Field(
         default=None,
-        description="configs/training/profiles/<name>.yaml: a real model and GPU "
-        "settings (default $SV_TRAINING_PROFILE; unset: the embedded tiny model).",
+        description="configs/training/profiles/<name>.yaml: a model and its settings (default "
+        "$SV_TRAINING_PROFILE, else the config's default_profile; tiny: the config's own tiny model).",
     )
     experiment: str | None = Field(
         default=None, description="configs/experiments/<env>/<name>.yaml overriding the training config."
@@ -345,6 +345,7 @@ def checkpoint_artifact(
         facts=facts,
         metadata={
             "checkpoint_path": dg.MetadataValue.path(str(out)),
+            "base_model": config.model.base,
             "wall_seconds": record.get("wall_seconds"),
             "cpu_hours": record.get("cpu_hours"),
             "gpu_hours": record.get("gpu_hours"),
@@ -404,13 +405,15 @@ def _train(
     launcher: PipesLauncher,
     tracking: ExperimentTracking,
     upstream: Artifact | None,
+    mix: dict[str, Artifact] | None = None,
 ) -> Artifact:
     training = resolve_config(env_short, config)
     out = checkpoint_dir(context, f"{training.model.name}-{env_short}", stage)
-    data = {
-        "train": str(sft_data.files["grpo" if stage == "rlft_stage1" else "sft"]),
-        f"tasks/{env_short}": str(sft_data.files["tasks"]),
-    }
+    train = Path(sft_data.files["grpo" if stage == "rlft_stage1" else "sft"])
+    mixed = None
+    if stage == "sft" and training.sft.mix:
+        train, mixed = _mixed_sft_rows(context, env_short, training, train, mix or {}, out)
+    data = {"train": str(train), f"tasks/{env_short}": str(sft_data.files["tasks"])}
     record = run_training_stage(
         context,
         stage={"rlft_stage1": "grpo"}.get(stage, stage),
@@ -434,10 +437,41 @@ def _train(
         registry_model=registry_model,
         sample=bool(sft_data.facts.get("sample")),
     )
+    if mixed is not None:
+        artifact = replace(
+            artifact, facts={**artifact.facts, "sft_mix": mixed}, metadata={**artifact.metadata, "sft_mix": mixed}
+        )
     if dataset is None:  # the base: nothing trained yet
         return artifact
     dev = dev_eval(context, env_short, registry_model, out, dataset, training)
     return replace(artifact, facts={**artifact.facts, "dev_eval": dev}, metadata={**artifact.metadata, "dev_eval": dev})
+
+
+def _mixed_sft_rows(
+    context: dg.AssetExecutionContext,
+    env_short: str,
+    training: TrainingConfig,
+    own: Path,
+    mix: dict[str, Artifact],
+    out: Path,
+) -> tuple[Path, dict[str, int]]:
+    """The stage's own SFT rows with the rows its config's `sft.mix` draws from other
+    environments' sft_data (the asset's `mix_<env>` inputs), in one file beside the checkpoint."""
+    missing = sorted(set(training.sft.mix) - {name.removeprefix("mix_") for name in mix})
+    if missing:
+        raise dg.Failure(
+            f"training config for {env_short}: sft.mix names {missing}, which checkpoint/{env_short}/sft does not "
+            f"read (it reads {sorted(name.removeprefix('mix_') for name in mix) or 'none'}); set sft.mix in "
+            f"configs/training/{env_short}.yaml so the definitions wire it"
+        )
+    from sv_dagster.training.sft_data import mix_rows
+
+    others = {env: (Path(mix[f"mix_{env}"].files["sft"]), rows) for env, rows in training.sft.mix.items()}
+    target = out.with_name(out.name + ".sft-mix.jsonl")
+    counts = mix_rows(own, others, target, training.seed)
+    drawn = ", ".join(f"{counts[env]} of sft_data/{env}" for env in sorted(others))
+    context.log.info(f"sft for {env_short}: {counts['own']} rows of its own and {drawn} -> {target}")
+    return target, counts
 
 
 STAGE_DOCS = {
@@ -456,6 +490,8 @@ def build_stage_asset(env_short: str, stage: str) -> dg.AssetsDefinition:
     if upstream_stage:  # a trained stage: its dev eval reads the dataset
         ins["dataset"] = dg.AssetIn(key=["dataset", env_short])
         ins["upstream"] = dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, upstream_stage)))
+    if stage == "sft":  # other environments' rows its config mixes in
+        ins.update({f"mix_{other}": dg.AssetIn(key=["sft_data", other]) for other in catalog.sft_mix_envs(env_short)})
     declare = provenance_asset(
         key=asset_key_of(catalog.checkpoint_key(env_short, stage)),
         ins=ins,
@@ -489,8 +525,9 @@ def build_stage_asset(env_short: str, stage: str) -> dg.AssetsDefinition:
         upstream: Artifact,
         launcher: PipesLauncher,
         tracking: ExperimentTracking,
+        **mix: Artifact,
     ) -> Artifact:
-        return _train(context, env_short, stage, config, sft_data, dataset, launcher, tracking, upstream)
+        return _train(context, env_short, stage, config, sft_data, dataset, launcher, tracking, upstream, mix)
 
     return declare(next_stage)
 

@@ -1,6 +1,7 @@
 """Training jobs.
 
-- `sft_eN`: dataset -> sft_data -> base -> SFT for environment N.
+- `sft_eN`: dataset -> sft_data -> base -> SFT for environment N (with the sft_data its
+  `sft.mix` draws from).
 - `rlft_eN`: `sft_eN`, then GRPO (stage 1) -> automated safety review (a blocking check) ->
   evals of the base, SFT and stage-1 checkpoints on N's test split, with triage.
   `dagster job execute -j rlft_e1` runs it as written.
@@ -33,6 +34,14 @@ def _data(env: str) -> dg.AssetSelection:
     )
 
 
+def _sft_data(env: str) -> dg.AssetSelection:
+    """`env`'s data and that of the environments its SFT mixes in (`sft.mix`)."""
+    selection = _data(env)
+    for other in catalog.sft_mix_envs(env):
+        selection = selection | _data(other)
+    return selection
+
+
 def _evals(models: dict[str, ModelSpec], assets: set[str]) -> dg.AssetSelection:
     keys = [
         key
@@ -48,7 +57,7 @@ def training_jobs(models: dict[str, ModelSpec]) -> list[dg.UnresolvedAssetJobDef
     """Training steps carry their own pod sizes (op tags: step pods read those)."""
     jobs = []
     for env in catalog.training_envs():
-        sft = _data(env) | dg.AssetSelection.assets(
+        sft = _sft_data(env) | dg.AssetSelection.assets(
             *_keys(catalog.checkpoint_key(env, "base"), catalog.checkpoint_key(env, "sft"))
         )
         review = catalog.review_key(env, "rlft_stage1")
@@ -98,8 +107,8 @@ def training_jobs(models: dict[str, ModelSpec]) -> list[dg.UnresolvedAssetJobDef
         cycles = catalog.training_config(a).cotrain.cycles
         cotrain = {catalog.checkpoint_key(env, f"cotrain_{k}") for k in range(1, cycles + 1) for env in (a, d)}
         sft_chains = (
-            _data(a)
-            | _data(d)
+            _sft_data(a)
+            | _sft_data(d)
             | dg.AssetSelection.assets(
                 *_keys(*(catalog.checkpoint_key(env, stage) for env in (a, d) for stage in ("base", "sft")))
             )

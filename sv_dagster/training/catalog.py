@@ -59,6 +59,20 @@ def stage2_env() -> str | None:
     return owners[0] if owners else None
 
 
+def sft_mix_envs(env: str) -> list[str]:
+    """The environments whose sft_data `env`'s SFT stage mixes in (its config's `sft.mix`);
+    each must be another environment that has sft_data (a training config)."""
+    mixed = list(_config(env).sft.mix)
+    trained = training_envs()
+    for other in mixed:
+        if other == env or other not in trained:
+            raise TrainingConfigError(
+                f"{TRAINING_DIR / f'{env}.yaml'}: sft.mix names {other!r}; it takes other environments "
+                f"with a training config: {[e for e in trained if e != env]}"
+            )
+    return mixed
+
+
 @cache
 def _config(env: str) -> TrainingConfig:
     return load_training_config(env)

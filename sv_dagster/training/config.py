@@ -98,6 +98,19 @@ class SftConfig(_Strict):
     use_liger_kernel: bool = False
     save_steps: int = Field(50, ge=1)
     """A resumable TRL checkpoint every N steps (in the stage's partial folder)."""
+    mix: dict[str, int] = {}
+    """Rows drawn (with the config's seed) from other environments' sft_data and trained
+    with this environment's, e.g. {"e6": 64}: refusals with a safe alternative, so a
+    checkpoint has learnt to refuse before the safety review asks. SFT only: GRPO, rewards
+    and evals stay this environment's. Wired when the definitions load (the asset reads
+    each named sft_data), so a run config can change the counts but not the environments."""
+
+    @model_validator(mode="after")
+    def _positive_mix(self) -> SftConfig:
+        bad = {env: rows for env, rows in self.mix.items() if rows < 1}
+        if bad:
+            raise ValueError(f"mix wants at least 1 row per environment, got {bad}")
+        return self
 
 
 class GrpoConfig(_Strict):
@@ -221,15 +234,17 @@ def load_training_config(
     path: Path | None = None,
     profile: str | None = None,
 ) -> TrainingConfig:
-    """The env's training config, then a profile (`configs/training/profiles/<name>.yaml`, a
-    real model on a GPU host; default $SV_TRAINING_PROFILE), then the experiment's overrides,
-    then `overrides` (run config). Raises TrainingConfigError naming the file(s) on any problem."""
+    """The env's training config, then a profile (`configs/training/profiles/<name>.yaml`: the
+    one named, else $SV_TRAINING_PROFILE, else the file's `default_profile`; `tiny` is the
+    file's own settings), then the experiment's overrides, then `overrides` (run config).
+    Raises TrainingConfigError naming the file(s) on any problem."""
     import os
 
     path = path or training_config_path(env)
     data = _read_yaml(path)
     sources = [str(path)]
-    profile = profile or os.environ.get("SV_TRAINING_PROFILE") or None
+    default_profile = data.pop("default_profile", None)
+    profile = profile or os.environ.get("SV_TRAINING_PROFILE") or default_profile or None
     if profile:
         profile_path = PROFILES_DIR / f"{profile}.yaml"
         data = _merge(data, _read_yaml(profile_path))

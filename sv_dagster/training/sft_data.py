@@ -85,6 +85,25 @@ def sft_rows(examples: list[SftExample], tasks: list[Any]) -> list[dict[str, Any
     return rows
 
 
+def mix_rows(own: Path, others: Mapping[str, tuple[Path, int]], target: Path, seed: int) -> dict[str, int]:
+    """`own`'s rows and, for each other environment, `rows` of its rows drawn with `seed`
+    (all of them when it has fewer), written to `target` in a seeded shuffle; returns how
+    many rows came from each file's environment (`own` under "own"). Lines are copied as
+    stored, text-store markers included, so `read_rows` hydrates them as it does `own`'s."""
+    rng = random.Random(seed)
+    lines = [line for line in own.read_text(encoding="utf-8").splitlines() if line.strip()]
+    counts = {"own": len(lines)}
+    for env_short, (path, rows) in sorted(others.items()):
+        theirs = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        drawn = rng.sample(theirs, min(rows, len(theirs)))
+        counts[env_short] = len(drawn)
+        lines += drawn
+    rng.shuffle(lines)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return counts
+
+
 def referenced_texts(tasks: Iterable[Any]) -> list[str]:
     """The harmful request texts `tasks` were built from by reference (`sv_shared.textrefs`):
     rows written from those tasks carry them as markers again."""

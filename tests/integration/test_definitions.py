@@ -59,6 +59,7 @@ TRAINING_DEPS = {
     **{f"sft_data/{env}": {f"dataset/{env}", f"synthetic/{env}"} for env in ENVS},
     **{f"checkpoint/{env}/base": {f"sft_data/{env}"} for env in ENVS},
     **{f"checkpoint/{env}/sft": {f"sft_data/{env}", f"checkpoint/{env}/base", f"dataset/{env}"} for env in ENVS},
+    "checkpoint/e1/sft": {"sft_data/e1", "checkpoint/e1/base", "dataset/e1", "sft_data/e6"},  # SFT_MIX
     **{f"checkpoint/{env}/rlft_stage1": {f"sft_data/{env}", f"checkpoint/{env}/sft", f"dataset/{env}"} for env in ENVS},
     **{f"safety_review/{env}/rlft_stage1": {f"checkpoint/{env}/rlft_stage1", f"sft_data/{env}"} for env in ENVS},
     **{f"safety_signoff/{env}": {f"safety_review/{env}/rlft_stage1"} for env in ENVS},
@@ -202,6 +203,14 @@ def data_of(env: str) -> set[str]:
     return {f"dataset/{env}", f"sft_data/{env}"} | {f"corpus/{c}" for c in ENV_CORPORA[env]}
 
 
+SFT_MIX = {"e1": ("e6",)}  # configs/training/e1.yaml sft.mix: E6's rows in E1's SFT
+
+
+def sft_data_of(env: str) -> set[str]:
+    """`env`'s data and that of the environments its SFT mixes in."""
+    return data_of(env).union(*(data_of(other) for other in SFT_MIX.get(env, ())))
+
+
 def trained_evals(*checkpoints: str) -> set[str]:
     return {
         f"{kind}/{env}/{m}"
@@ -214,7 +223,7 @@ def trained_evals(*checkpoints: str) -> set[str]:
 def rlft(env: str) -> set[str]:
     stages = {f"checkpoint/{env}/{s}" for s in ("base", "sft", "rlft_stage1")} | {f"safety_review/{env}/rlft_stage1"}
     return (
-        data_of(env)
+        sft_data_of(env)
         | stages
         | trained_evals(f"checkpoint/{env}/base", f"checkpoint/{env}/sft", f"safety_review/{env}/rlft_stage1")
     )
@@ -222,7 +231,7 @@ def rlft(env: str) -> set[str]:
 
 COTRAIN = {f"checkpoint/{env}/cotrain_{k}" for env in ("e5", "e6") for k in (1, 2)}
 TRAINING_JOBS = {
-    **{f"sft_{env}": data_of(env) | {f"checkpoint/{env}/base", f"checkpoint/{env}/sft"} for env in ENVS},
+    **{f"sft_{env}": sft_data_of(env) | {f"checkpoint/{env}/base", f"checkpoint/{env}/sft"} for env in ENVS},
     **{f"rlft_{env}": rlft(env) for env in ENVS},
     **{f"promote_{env}": {f"safety_signoff/{env}", f"checkpoint/{env}/promoted"} for env in ENVS},
     "rlft_stage2": data_of("e1")

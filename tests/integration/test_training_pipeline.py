@@ -17,7 +17,7 @@ import dagster as dg
 import pytest
 
 from sv_dagster.jobs.synthetic import DEMO_PARTITION
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, TRAINING_PROFILE
 
 pytestmark = pytest.mark.slow
 
@@ -86,7 +86,7 @@ def trained(full_demo) -> dict[str, Path]:
 def instance_of(trained, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(trained["home"]))
     monkeypatch.setenv("SV_OUTPUTS_DIR", str(trained["outputs"]))
-    monkeypatch.delenv("SV_TRAINING_PROFILE", raising=False)
+    monkeypatch.setenv("SV_TRAINING_PROFILE", TRAINING_PROFILE)
     return dg.DagsterInstance.get()
 
 
@@ -111,6 +111,12 @@ def test_rlft_e1_runs_the_chain_and_keeps_everything_beside_the_weights(trained,
     assert stages["rlft_stage1"][1]["reward_weights"]["e1"]["accuracy"] == 1.0  # the env's weights snapshot
     assert stages["rlft_stage1"][1]["upstream_checkpoint"] == str(stages["sft"][0])  # lineage, not "newest folder"
     assert (stages["sft"][0] / "model.safetensors").is_file()
+    # E1's SFT trained on its own rows and 128 of E6's (sft.mix), all in the file beside it.
+    mixed = latest(instance, "checkpoint/e1/sft").asset_materialization.metadata["sft_mix"].value
+    rows = [json.loads(line) for line in stages["sft"][0].with_name(stages["sft"][0].name + ".sft-mix.jsonl").open()]
+    assert mixed["e6"] == 128 and mixed["own"] > 0 and len(rows) == mixed["own"] + 128
+    assert sum(row.get("env") == "e6" for row in rows) == 128
+    assert "sft_data/e6" in stages["sft"][1]["inputs"]  # its data version beside the weights too
     # Step metrics streamed back from the training process through Pipes while it ran.
     rlft_run = latest(instance, "checkpoint/e1/rlft_stage1").run_id
     messages = [e.user_message for e in instance.all_logs(rlft_run) if e.step_key == "checkpoint__e1__rlft_stage1"]
@@ -283,7 +289,8 @@ def test_a_training_process_that_fails_fails_its_asset_with_its_error(trained, i
         for p in (Path(os.environ["SV_OUTPUTS_DIR"]) / "checkpoints" / "tiny-e1" / "sft").iterdir()
         if result.run_id[:8] in p.name
     ]
-    assert all(p.name.endswith((".spec.json", ".partial")) for p in partial)  # never a finished-looking folder
+    # Only the stage's inputs (its spec, E1's SFT mix) and its partial folder: never a finished-looking one.
+    assert all(p.name.endswith((".spec.json", ".sft-mix.jsonl", ".partial")) for p in partial)
 
 
 def test_stage2_mixes_environments_from_the_reviewed_checkpoint(trained, instance_of):

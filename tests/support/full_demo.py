@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sv_dagster.core.models.registry import load_registry
+from tests.conftest import TRAINING_PROFILE
 
 # Set in the repository's tests only; the variables a developer's shell may hold that would
-# change what the demo does (see tests/conftest.py `isolated`).
+# change what the demo does (see tests/conftest.py `isolated`). The training profile is set.
 _DROPPED = (
     "SV_MODEL_REGISTRY",
     "SV_EXECUTOR",
@@ -65,6 +66,9 @@ def run_full_demo(root: Path, repo_root: Path) -> FullDemo:
         "SV_SECRETS_FILE": str(secrets),
         "SV_OUTPUTS_DIR": str(root / "outputs"),
         "DAGSTER_HOME": str(root / "dagster_home"),
+        # The tiny model's chain, not E1's default SmolLM2 one: minutes less on the test
+        # session's critical path (bench/demo.py runs the demo as a user does).
+        "SV_TRAINING_PROFILE": TRAINING_PROFILE,
     }
     cli = str(Path(sys.executable).parent / "sv-dagster")
     proc = subprocess.run(

@@ -66,6 +66,53 @@ def test_a_typo_in_a_training_config_fails_naming_the_file(tmp_path: Path):
         load_training_config("e1", experiment="no-such-experiment")
 
 
+def test_e1_defaults_to_smollm2_and_the_tiny_profile_keeps_the_file(monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.delenv("SV_TRAINING_PROFILE", raising=False)
+    default = load_training_config("e1")
+    assert (default.model.base, default.sft.max_length) == ("smollm2-135m", 320)  # default_profile: smollm2-cpu
+    assert load_training_config("e2").model.base == "tiny"  # no default_profile
+    tiny = load_training_config("e1", profile="tiny")
+    assert (tiny.model.base, tiny.sft.max_length, tiny.sft.mix) == ("tiny", 512, {"e6": 128})
+    monkeypatch.setenv("SV_TRAINING_PROFILE", "tiny")
+    assert load_training_config("e1") == tiny
+    assert load_training_config("e1", profile="smollm2-cpu") == default  # the named one wins
+
+
+def test_an_sft_mix_needs_rows_and_another_trained_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / "e1.yaml"
+    path.write_text("sft: {mix: {e6: 0}}\n")
+    with pytest.raises(TrainingConfigError, match=rf"{path}.*at least 1 row"):
+        load_training_config("e1", path=path)
+    from sv_dagster.training import catalog
+
+    for named in ("e1", "e9"):
+        monkeypatch.setattr(
+            catalog,
+            "_config",
+            lambda env, named=named: load_training_config(env, overrides={"sft": {"mix": {named: 8}}}),
+        )
+        with pytest.raises(TrainingConfigError, match=rf"e1.yaml: sft.mix names '{named}'"):
+            catalog.sft_mix_envs("e1")
+
+
+def test_mix_rows_keeps_every_own_row_and_draws_the_others_with_the_seed(tmp_path: Path):
+    from sv_dagster.training.sft_data import mix_rows
+
+    own, other = tmp_path / "own.jsonl", tmp_path / "other.jsonl"
+    own.write_text("".join(json.dumps({"id": f"own-{i}"}) + "\n" for i in range(5)))
+    other.write_text("".join(json.dumps({"id": f"e6-{i}", "text": "[[textref:ab12]]"}) + "\n" for i in range(10)))
+    counts = mix_rows(own, {"e6": (other, 4)}, tmp_path / "a.jsonl", seed=3)
+    assert counts == mix_rows(own, {"e6": (other, 4)}, tmp_path / "b.jsonl", seed=3)
+    rows = [json.loads(line) for line in (tmp_path / "a.jsonl").read_text().splitlines()]
+    assert counts == {"own": 5, "e6": 4} and (tmp_path / "a.jsonl").read_bytes() == (tmp_path / "b.jsonl").read_bytes()
+    assert {r["id"] for r in rows if r["id"].startswith("own")} == {f"own-{i}" for i in range(5)}
+    drawn = [r for r in rows if r["id"].startswith("e6")]
+    assert len(drawn) == 4 and all(r["text"] == "[[textref:ab12]]" for r in drawn)  # markers as stored
+    assert mix_rows(own, {"e6": (other, 40)}, tmp_path / "c.jsonl", seed=3) == {"own": 5, "e6": 10}
+    assert mix_rows(own, {"e6": (other, 4)}, tmp_path / "d.jsonl", seed=4) == counts
+    assert (tmp_path / "d.jsonl").read_bytes() != (tmp_path / "a.jsonl").read_bytes()
+
+
 def test_overrides_merge_over_the_file_without_dropping_siblings():
     base = load_training_config("e1")
     config = load_training_config(
