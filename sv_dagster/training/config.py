@@ -100,10 +100,11 @@ class SftConfig(_Strict):
     """A resumable TRL checkpoint every N steps (in the stage's partial folder)."""
     mix: dict[str, int] = {}
     """Rows drawn (with the config's seed) from other environments' sft_data and trained
-    with this environment's, e.g. {"e6": 64}: refusals with a safe alternative, so a
-    checkpoint has learnt to refuse before the safety review asks. SFT only: GRPO, rewards
-    and evals stay this environment's. Wired when the definitions load (the asset reads
-    each named sft_data), so a run config can change the counts but not the environments."""
+    with this environment's ({short name: rows}), e.g. a defender's refusals with a safe
+    alternative, so a checkpoint has learnt to refuse before the safety review asks. SFT
+    only: GRPO, rewards and evals stay this environment's. Wired when the definitions load
+    (the asset reads each named sft_data), so a run config can change the counts but not
+    the environments."""
 
     @model_validator(mode="after")
     def _positive_mix(self) -> SftConfig:
