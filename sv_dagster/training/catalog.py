@@ -16,7 +16,13 @@ from pathlib import Path
 
 from sv_dagster.core.envs import ENVS, EnvSpec, counterpart_pairs, pair_label
 from sv_dagster.core.models.registry import ModelSpec, Sampling, load_registry
-from sv_dagster.training.config import TRAINING_DIR, TrainingConfig, TrainingConfigError, load_training_config
+from sv_dagster.training.config import (
+    TRAINING_DIR,
+    TrainingConfig,
+    TrainingConfigError,
+    load_training_config,
+    training_config_path,
+)
 
 ENV_STAGES = ("base", "sft", "rlft_stage1")
 """The per-environment chain; stage 2 (curriculum) is across environments."""
@@ -67,7 +73,7 @@ def sft_mix_envs(env: str) -> list[str]:
     for other in mixed:
         if other == env or other not in trained:
             raise TrainingConfigError(
-                f"{TRAINING_DIR / f'{env}.yaml'}: sft.mix names {other!r}; it takes other environments "
+                f"{training_config_path(env)}: sft.mix names {other!r}; it takes other environments "
                 f"with a training config: {[e for e in trained if e != env]}"
             )
     return mixed

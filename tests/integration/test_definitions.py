@@ -55,11 +55,15 @@ OOD_EVALS = {
     "eval_ood/e1/heuristic": {"dataset/e1"},
     "eval_ood/e1/tiny_e1_promoted": {"dataset/e1", "checkpoint/e1/promoted"},
 }
+SFT_MIX = {"e1": ("e6",)}  # configs/training/e1.yaml sft.mix: E6's rows in E1's SFT
 TRAINING_DEPS = {
     **{f"sft_data/{env}": {f"dataset/{env}", f"synthetic/{env}"} for env in ENVS},
     **{f"checkpoint/{env}/base": {f"sft_data/{env}"} for env in ENVS},
-    **{f"checkpoint/{env}/sft": {f"sft_data/{env}", f"checkpoint/{env}/base", f"dataset/{env}"} for env in ENVS},
-    "checkpoint/e1/sft": {"sft_data/e1", "checkpoint/e1/base", "dataset/e1", "sft_data/e6"},  # SFT_MIX
+    **{
+        f"checkpoint/{env}/sft": {f"sft_data/{env}", f"checkpoint/{env}/base", f"dataset/{env}"}
+        | {f"sft_data/{other}" for other in SFT_MIX.get(env, ())}
+        for env in ENVS
+    },
     **{f"checkpoint/{env}/rlft_stage1": {f"sft_data/{env}", f"checkpoint/{env}/sft", f"dataset/{env}"} for env in ENVS},
     **{f"safety_review/{env}/rlft_stage1": {f"checkpoint/{env}/rlft_stage1", f"sft_data/{env}"} for env in ENVS},
     **{f"safety_signoff/{env}": {f"safety_review/{env}/rlft_stage1"} for env in ENVS},
@@ -201,9 +205,6 @@ SWEEP = (
 
 def data_of(env: str) -> set[str]:
     return {f"dataset/{env}", f"sft_data/{env}"} | {f"corpus/{c}" for c in ENV_CORPORA[env]}
-
-
-SFT_MIX = {"e1": ("e6",)}  # configs/training/e1.yaml sft.mix: E6's rows in E1's SFT
 
 
 def sft_data_of(env: str) -> set[str]:
