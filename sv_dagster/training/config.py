@@ -248,7 +248,7 @@ def load_training_config(
     profile = profile or os.environ.get("SV_TRAINING_PROFILE") or default_profile or None
     if profile:
         profile_path = PROFILES_DIR / f"{profile}.yaml"
-        data = _merge(data, _read_yaml(profile_path))
+        data = _merge(data, _profile_for(env, profile_path))
         sources.append(str(profile_path))
     if experiment:
         exp_path = experiment_path(env, experiment)
@@ -266,6 +266,20 @@ def load_training_config(
     if config.env != env:
         raise TrainingConfigError(f"{' + '.join(sources)}: env is {config.env!r}, expected {env!r}")
     return config
+
+
+def _profile_for(env: str, path: Path) -> dict[str, Any]:
+    """A profile's settings for `env`: its common part, then its `envs: {<env>: {...}}` entry
+    (sizes that depend on both the model and the environment, such as its rows' length in
+    the model's tokens)."""
+    data = _read_yaml(path)
+    per_env = data.pop("envs", None) or {}
+    if not isinstance(per_env, dict) or not all(isinstance(v, dict) for v in per_env.values()):
+        raise TrainingConfigError(f"{path}: envs must map an environment to its settings")
+    unknown = sorted(name for name in per_env if not training_config_path(str(name)).is_file())
+    if unknown:
+        raise TrainingConfigError(f"{path}: envs names {', '.join(map(str, unknown))}, which has no training config")
+    return _merge(data, per_env.get(env, {}))
 
 
 def list_experiments(env: str) -> list[str]:

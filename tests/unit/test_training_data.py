@@ -66,16 +66,41 @@ def test_a_typo_in_a_training_config_fails_naming_the_file(tmp_path: Path):
         load_training_config("e1", experiment="no-such-experiment")
 
 
-def test_e1_defaults_to_smollm2_and_the_tiny_profile_keeps_the_file(monkeypatch: pytest.MonkeyPatch):
+def test_e1_defaults_to_smollm2_and_the_tiny_profile_keeps_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("SV_TRAINING_PROFILE", raising=False)
     default = load_training_config("e1")
     assert (default.model.base, default.sft.max_length) == ("smollm2-135m", 320)  # default_profile: smollm2-cpu
-    assert load_training_config("e2").model.base == "tiny"  # no default_profile
+    (tmp_path / "e1.yaml").write_text("sft: {max_steps: 5}\n")  # no default_profile
+    assert load_training_config("e1", path=tmp_path / "e1.yaml").model.base == "tiny"
     tiny = load_training_config("e1", profile="tiny")
     assert (tiny.model.base, tiny.sft.max_length, tiny.sft.mix) == ("tiny", 512, {"e6": 128})
     monkeypatch.setenv("SV_TRAINING_PROFILE", "tiny")
     assert load_training_config("e1") == tiny
     assert load_training_config("e1", profile="smollm2-cpu") == default  # the named one wins
+
+
+def test_a_profile_sizes_each_environment_by_its_own_entry(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    smollm2 = {env: load_training_config(env, profile="smollm2-cpu") for env in ("e1", "e3", "e6")}
+    assert {env: c.model.base for env, c in smollm2.items()} == dict.fromkeys(smollm2, "smollm2-135m")
+    assert [smollm2[env].sft.max_length for env in ("e1", "e3", "e6")] == [320, 768, 320]  # their envs entries
+    assert smollm2["e1"].eval_max_tokens == 48  # E1's entry sets it, E3's does not: E3's file's
+    assert smollm2["e3"].eval_max_tokens == load_training_config("e3", profile="tiny").eval_max_tokens == 384
+    from sv_dagster.training import config
+
+    monkeypatch.setattr(config, "PROFILES_DIR", tmp_path)
+    (tmp_path / "p.yaml").write_text("sft: {max_steps: 5}\nenvs: {e6: {sft: {max_steps: 7}}}\n")
+    assert (
+        load_training_config("e1", profile="p").sft.max_steps,
+        load_training_config("e6", profile="p").sft.max_steps,
+    ) == (5, 7)
+    (tmp_path / "p.yaml").write_text("envs: {e9: {sft: {max_steps: 7}}}\n")
+    with pytest.raises(
+        TrainingConfigError, match=rf"{tmp_path / 'p.yaml'}: envs names e9, which has no training config"
+    ):
+        load_training_config("e1", profile="p")
+    (tmp_path / "p.yaml").write_text("envs: [e1]\n")
+    with pytest.raises(TrainingConfigError, match="envs must map an environment to its settings"):
+        load_training_config("e1", profile="p")
 
 
 def test_an_sft_mix_needs_rows_and_another_trained_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
