@@ -75,7 +75,7 @@ def test_demo_prints_metrics_and_artifact_paths(full_demo):
     # SmolLM2, served on loopback, has a row in all six tables: N from the registry, stated.
     from sv_dagster.core.models.registry import load_registry
 
-    served = load_registry(REPO_ROOT / "configs" / "models.yaml")["smollm2-135m"]
+    served = load_registry(Path(full_demo.environ["SV_MODEL_REGISTRY"]))["smollm2-135m"]
     rows = [line.split() for line in out.splitlines() if line.startswith("smollm2-135m ")]
     assert [int(cells[1]) for cells in rows] == [served.limit_for(f"e{i}") for i in range(1, 7)]
     subsets = [line for line in out.splitlines() if line.startswith("  smollm2-135m (")]

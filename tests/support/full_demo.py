@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sv_dagster.core.models.registry import load_registry
 from tests.conftest import TRAINING_PROFILE
+from tests.support.registry import small_n_registry
 
 # Set in the repository's tests only; the variables a developer's shell may hold that would
 # change what the demo does (see tests/conftest.py `isolated`). The training profile is set.
@@ -39,7 +40,7 @@ DEMO_TIMEOUT = 3600
 class FullDemo:
     proc: subprocess.CompletedProcess
     root: Path
-    """Holds outputs/ and dagster_home/ of the run."""
+    """Holds outputs/, dagster_home/ and the registry (models.yaml) of the run."""
     keys: dict[str, str]
     """Key variable -> the made-up value; LOOP_KEY is only in the secrets file."""
     environ: dict[str, str]
@@ -66,9 +67,11 @@ def run_full_demo(root: Path, repo_root: Path) -> FullDemo:
         "SV_SECRETS_FILE": str(secrets),
         "SV_OUTPUTS_DIR": str(root / "outputs"),
         "DAGSTER_HOME": str(root / "dagster_home"),
-        # The tiny model's chain, not E1's default SmolLM2 one: minutes less on the test
-        # session's critical path (bench/demo.py runs the demo as a user does).
+        # The tiny model's chain, not E1's default SmolLM2 one, and the served SmolLM2 on a
+        # few rows per table: minutes less on the test session's longest path (bench/demo.py
+        # runs the demo as a user does).
         "SV_TRAINING_PROFILE": TRAINING_PROFILE,
+        "SV_MODEL_REGISTRY": str(small_n_registry(root / "models.yaml")),
     }
     cli = str(Path(sys.executable).parent / "sv-dagster")
     proc = subprocess.run(

@@ -1,5 +1,6 @@
 """Model registries for tests: the embedded heuristic (default) plus one OpenAI-compatible
-model on a loopback server; the project's registry without its served models' defaults."""
+model on a loopback server; the project's registry without its served models' defaults, or
+with smaller N for them."""
 
 from __future__ import annotations
 
@@ -29,5 +30,22 @@ def rule_baselines_registry(path: Path) -> Path:
     for spec in data["models"].values():
         if spec.get("serve"):
             spec["default"] = False
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+DEMO_SERVED_LIMIT = {"e1": 4, "e2": 2, "e3": 2, "e4": 4, "e5": 2, "e6": 4}
+"""N per environment for the served models in the tests' demo: real rows of every table, in
+a fraction of the minutes the registry's own N takes on the test session's longest path."""
+
+
+def small_n_registry(path: Path) -> Path:
+    """configs/models.yaml as it is, but its served models evaluate DEMO_SERVED_LIMIT examples."""
+    import yaml
+
+    data = yaml.safe_load((REPO_ROOT / "configs" / "models.yaml").read_text())
+    for spec in data["models"].values():
+        if spec.get("serve"):
+            spec["limit"] = dict(DEMO_SERVED_LIMIT)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
