@@ -166,9 +166,10 @@ class CurriculumConfig(_Strict):
 
 
 class CotrainConfig(_Strict):
-    """Co-training of an attack environment and its counterpart defense environment (read
-    from the attack environment's config): alternating GRPO cycles of the attacker (against
-    the current defender) and the defender (on the attacks that beat it)."""
+    """Co-training of an attack environment and its counterpart defense environment:
+    alternating GRPO cycles of the attacker (against the current defender) and the defender
+    (on the attacks that beat it). `cycles` and `attacker_steps` are read from the attack
+    environment's config, `defender_steps` and `behaviors` from the defense environment's."""
 
     cycles: int = Field(2, ge=1, le=10)
     attacker_steps: int = Field(5, ge=1)
