@@ -44,7 +44,7 @@ STAGE2_REVIEW = "safety_review/rlft_stage2"
 
 def training_envs() -> list[str]:
     """Installed environments with a training config (`configs/training/<short>.yaml`)."""
-    return [short for short in ENVS if (TRAINING_DIR / f"{short}.yaml").exists()]
+    return [short for short in ENVS if training_config_path(short).exists()]
 
 
 def cotrain_pairs() -> list[tuple[EnvSpec, EnvSpec]]:

@@ -24,14 +24,7 @@ def rule_baselines_registry(path: Path) -> Path:
     the pipeline tests run score the rule baselines and oracles, not SmolLM2 served on this
     CPU (a minute per eval). The served model is evaluated through the real registry by the
     full demo's test and tests/integration/test_serving.py."""
-    import yaml
-
-    data = yaml.safe_load((REPO_ROOT / "configs" / "models.yaml").read_text())
-    for spec in data["models"].values():
-        if spec.get("serve"):
-            spec["default"] = False
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+    return _project_registry(path, served={"default": False})
 
 
 DEMO_SERVED_LIMIT = {"e1": 4, "e2": 2, "e3": 2, "e4": 4, "e5": 2, "e6": 4}
@@ -41,11 +34,16 @@ a fraction of the minutes the registry's own N takes on the test session's longe
 
 def small_n_registry(path: Path) -> Path:
     """configs/models.yaml as it is, but its served models evaluate DEMO_SERVED_LIMIT examples."""
+    return _project_registry(path, served={"limit": dict(DEMO_SERVED_LIMIT)})
+
+
+def _project_registry(path: Path, served: dict) -> Path:
+    """Write configs/models.yaml to `path` with `served`'s keys set on each served model."""
     import yaml
 
     data = yaml.safe_load((REPO_ROOT / "configs" / "models.yaml").read_text())
     for spec in data["models"].values():
         if spec.get("serve"):
-            spec["limit"] = dict(DEMO_SERVED_LIMIT)
+            spec.update(served)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
     return path
