@@ -73,13 +73,24 @@ class TrainingRunConfig(dg.Config):
     )
 
 
-def resolve_config(env: str, run: TrainingRunConfig) -> TrainingConfig:
+def resolve_config(env: str, run: TrainingRunConfig, defaults: dict[str, Any] | None = None) -> TrainingConfig:
     """The stage's config; any problem fails here, before any data is read or model built."""
     try:
         overrides = json.loads(run.overrides) if run.overrides else None
-        return load_training_config(env, experiment=run.experiment, overrides=overrides, profile=run.profile)
+        return load_training_config(
+            env, experiment=run.experiment, overrides=overrides, profile=run.profile, defaults=defaults
+        )
     except (TrainingConfigError, json.JSONDecodeError) as exc:
         raise dg.Failure(f"training config for {env}: {exc}") from exc
+
+
+def resolve_stage2_config(owner: str, envs: list[str], run: TrainingRunConfig) -> TrainingConfig:
+    """Stage 2's config: the owner's, with what the answers of each environment it mixes need
+    (their configs under the run's profile), under the run's experiment and overrides."""
+    from sv_dagster.training.curriculum import stage2_defaults
+
+    members = [resolve_config(env, TrainingRunConfig(profile=run.profile)) for env in envs]
+    return resolve_config(owner, run, defaults=stage2_defaults(members))
 
 
 def _concat_jsonl(
@@ -770,7 +781,7 @@ def build_stage2_asset(owner: str, config: TrainingConfig) -> dg.AssetsDefinitio
         from sv_dagster.training.sft_data import read_rows, write_rows
         from sv_shared.textrefs import texts_in_files
 
-        training = resolve_config(owner, config)
+        training = resolve_stage2_config(owner, envs, config)
         out = checkpoint_dir(context, f"{training.model.name}-curriculum", "rlft_stage2")
         by_env = {name.removeprefix("sft_"): read_rows(Path(a.files["grpo"])) for name, a in sft.items()}
         rows = curriculum_rows(by_env, training.curriculum, seed=training.seed)

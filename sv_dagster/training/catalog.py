@@ -23,6 +23,7 @@ from sv_dagster.training.config import (
     load_training_config,
     training_config_path,
 )
+from sv_dagster.training.curriculum import stage2_defaults
 
 ENV_STAGES = ("base", "sft", "rlft_stage1")
 """The per-environment chain; stage 2 (curriculum) is across environments."""
@@ -63,6 +64,13 @@ def stage2_env() -> str | None:
             "environment's checkpoint, so set it in one config only"
         )
     return owners[0] if owners else None
+
+
+def stage2_config(owner: str) -> TrainingConfig:
+    """Stage 2's config as the definitions load it: the owner's, with what each environment it
+    mixes needs (`curriculum.stage2_defaults`)."""
+    envs = _config(owner).curriculum.envs
+    return load_training_config(owner, defaults=stage2_defaults(_config(env) for env in envs))
 
 
 def sft_mix_envs(env: str) -> list[str]:
@@ -173,7 +181,7 @@ def checkpoint_models() -> dict[str, ModelSpec]:
                 )
     owner = stage2_env()
     if owner is not None:
-        config = _config(owner)
+        config = stage2_config(owner)
         name = stage2_model_name(config)
         models[name] = _spec(
             name,

@@ -235,10 +235,12 @@ def load_training_config(
     overrides: dict[str, Any] | None = None,
     path: Path | None = None,
     profile: str | None = None,
+    defaults: dict[str, Any] | None = None,
 ) -> TrainingConfig:
     """The env's training config, then a profile (`configs/training/profiles/<name>.yaml`: the
     one named, else $SV_TRAINING_PROFILE, else the file's `default_profile`; `tiny` is the
-    file's own settings), then the experiment's overrides, then `overrides` (run config).
+    file's own settings), then `defaults` (a stage's own, e.g. stage 2's), then the
+    experiment's overrides, then `overrides` (run config).
     Raises TrainingConfigError naming the file(s) on any problem."""
     import os
 
@@ -251,6 +253,9 @@ def load_training_config(
         profile_path = PROFILES_DIR / f"{profile}.yaml"
         data = _merge(data, _profile_for(env, profile_path))
         sources.append(str(profile_path))
+    if defaults:
+        data = _merge(data, defaults)
+        sources.append("stage defaults")
     if experiment:
         exp_path = experiment_path(env, experiment)
         data = _merge(data, _read_yaml(exp_path))

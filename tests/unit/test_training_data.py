@@ -12,8 +12,9 @@ import pytest
 
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.evals.runner import score_completion
-from sv_dagster.training.config import CurriculumConfig, TrainingConfigError, load_training_config
-from sv_dagster.training.curriculum import curriculum_rows
+from sv_dagster.training import catalog
+from sv_dagster.training.config import CurriculumConfig, TrainingConfig, TrainingConfigError, load_training_config
+from sv_dagster.training.curriculum import curriculum_rows, stage2_defaults
 from sv_dagster.training.rewards import EnvRewardAdapter
 from sv_dagster.training.sft_data import SftDataError, build_examples
 from sv_env_code_vulnerability.sft import retrieve_fix_pairs
@@ -297,3 +298,25 @@ def test_curriculum_mixes_environments_in_every_batch_and_puts_easy_rows_first()
         assert levels == sorted(levels)
     with pytest.raises(ValueError, match="no GRPO rows with a task for e6"):
         curriculum_rows(by_env, CurriculumConfig(envs=["e1", "e6"]))
+
+
+def test_stage2_leaves_room_for_each_environment_it_mixes_and_a_run_still_overrides_it():
+    short = TrainingConfig(env="e1", grpo={"max_completion_length": 24}, eval_max_tokens=48)
+    long = TrainingConfig(env="e4", grpo={"max_completion_length": 256, "tool_calls": 3}, eval_max_tokens=96)
+    defaults = stage2_defaults([short, long])
+    assert defaults == {"grpo": {"max_completion_length": 256, "tool_calls": 3}, "eval_max_tokens": 96}
+    file = load_training_config("e1", profile="tiny")
+    stage2 = load_training_config("e1", profile="tiny", defaults=defaults, overrides={"grpo": {"tool_calls": 1}})
+    assert (stage2.grpo.max_completion_length, stage2.grpo.tool_calls, stage2.eval_max_tokens) == (256, 1, 96)
+    assert stage2.grpo.learning_rate == file.grpo.learning_rate and stage2.curriculum == file.curriculum
+    with pytest.raises(ValueError, match="configs of the environments it mixes"):
+        stage2_defaults([])
+    # The project's stage 2: its checkpoint is evaluated with replies as long as each mixed
+    # environment's own checkpoints get.
+    owner = catalog.stage2_env()
+    envs = catalog.training_config(owner).curriculum.envs
+    spec = catalog.checkpoint_models()[catalog.stage2_model_name(catalog.training_config(owner))]
+    assert spec.envs == tuple(envs) and len(envs) > 1
+    assert spec.sampling.max_tokens == max(catalog.training_config(env).eval_max_tokens for env in envs)
+    assert spec.sampling.max_tokens > catalog.training_config(owner).eval_max_tokens
+
