@@ -82,3 +82,15 @@ def test_paired_compare_sees_a_planted_regression_and_not_noise():
     )
     assert reward.test == "paired_bootstrap" and reward.p_value < 0.01
     assert paired_compare(base, rows(10, 3, prefix="other"), "accuracy", value=correct, binary=True) is None
+
+
+def test_a_rate_summary_has_a_format_rate_only_where_replies_have_a_format():
+    from sv_dagster.core.evals.summary import rate_summary
+
+    def row(reward: float, parsed: dict | None) -> dict:
+        return {"reward": reward, "parsed": parsed, "rewards": {}}
+
+    diffs = rate_summary([row(1.0, {"format_ok": True}), row(0.0, {"format_ok": False}), row(0.0, None)], {})
+    assert diffs["format_rate"] == pytest.approx(1 / 3)  # a reply that did not parse is not in the format
+    dialogues = rate_summary([row(0.5, {"turns": 2}), row(1.0, None)], {})
+    assert dialogues["format_rate"] is None and dialogues["mean_reward"] == 0.75

@@ -83,12 +83,21 @@ def rate_summary(rows: list[dict[str, Any]], rates: Mapping[str, RateFn]) -> dic
     summary.update(
         _common_counts(rows),
         n_errors=len(rows) - len(scored),
-        format_rate=fmean(bool((row.get("parsed") or {}).get("format_ok")) for row in scored) if scored else None,
+        format_rate=_format_rate(scored),
         mean_rewards={name: _mean((row.get("rewards") or {}).get(name) for row in scored) for name in reward_names},
         n_tool_calls=sum(len(row.get("tool_calls") or ()) for row in rows),
         ci95=mean_cis(series, seed=STANDARD_SEED),
     )
     return summary
+
+
+def _format_rate(scored: list[dict[str, Any]]) -> float | None:
+    """Share of replies in the environment's answer format; None where its answers have no
+    format to check (no parsed reply says `format_ok`: dialogues)."""
+    parsed = [row.get("parsed") or {} for row in scored]
+    if not any("format_ok" in p for p in parsed):
+        return None
+    return fmean(bool(p.get("format_ok")) for p in parsed)
 
 
 def _mean(values) -> float | None:
