@@ -339,18 +339,22 @@ def _with_ci(summary: dict[str, Any], key: str) -> str:
     return f"{_fmt(value)} [{ci[0]:.2f}, {ci[1]:.2f}]" if value is not None and ci else _fmt(value)
 
 
-def _training_row(summary: dict[str, Any], name: str) -> dict[str, Any]:
-    return {
-        "model": name,
-        "n_examples": summary["n_examples"],
-        "reward": _with_ci(summary, "mean_reward"),
-        "json": _with_ci(summary, "format_rate"),
-        "acc": _with_ci(summary, "accuracy"),
-        "ece": _with_ci(summary, "ece"),
-    }
+LABEL_TRAINING_COLUMNS = (("valid JSON", "format_rate"), ("accuracy", "accuracy"), ("ECE", "ece"))
+"""What training moves in a labelling environment: the answer's format, its label, its confidence."""
 
 
-TRAINING_COLUMNS = (("mean reward", "reward"), ("valid JSON", "json"), ("accuracy", "acc"), ("ECE", "ece"))
+def training_columns(env_short: str) -> tuple[tuple[str, str], ...]:
+    """Mean reward, then valid JSON, accuracy and ECE for a labelling environment, and for any
+    other its eval table's own headline metrics (a dialogue has no JSON or label to count)."""
+    from sv_dagster.core.envs import ENVS
+    from sv_dagster.core.reporting.reports import headline_columns
+
+    rest = LABEL_TRAINING_COLUMNS if ENVS[env_short].positive_label else tuple(headline_columns(env_short))
+    return (("mean reward", "mean_reward"), *rest)
+
+
+def _training_row(summary: dict[str, Any], name: str, columns: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    return {"model": name, "n_examples": summary["n_examples"], **{key: _with_ci(summary, key) for _, key in columns}}
 
 
 def training_text(result, env_short: str) -> str:
@@ -380,16 +384,17 @@ def training_text(result, env_short: str) -> str:
         lines.append(f"DATA: SAMPLE corpus rows plus the synthetic batch; the model: {model}")
     elif model:
         lines.append(f"the model: {model}")
+    columns = training_columns(env_short)
     dev = [
-        _training_row(json.loads(Path(evaluated["summary"]).read_text()), stage)
+        _training_row(json.loads(Path(evaluated["summary"]).read_text()), stage, columns)
         for stage, metadata in stages
         if (evaluated := metadata_value(metadata, "dev_eval")) and evaluated.get("summary")
     ]
     if dev:
         lines += ["dev split, each stage as it finished (training settings are judged on these):"]
-        lines.append(format_table(dev, TRAINING_COLUMNS, first=("stage", "model")))
+        lines.append(format_table(dev, columns, first=("stage", "model")))
     lines.append("held-out test split, evaluated once at the end of the chain:")
-    lines.append(format_table([_training_row(r, r["model"]) for r in rows], TRAINING_COLUMNS))
+    lines.append(format_table([_training_row(r, r["model"], columns) for r in rows], columns))
 
     for stage, metadata in stages:
         value = functools.partial(metadata_value, metadata)

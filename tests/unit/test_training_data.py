@@ -320,3 +320,24 @@ def test_stage2_leaves_room_for_each_environment_it_mixes_and_a_run_still_overri
     assert spec.sampling.max_tokens == max(catalog.training_config(env).eval_max_tokens for env in envs)
     assert spec.sampling.max_tokens > catalog.training_config(owner).eval_max_tokens
 
+
+# --- the training table ----------------------------------------------------------------------
+
+
+def test_the_training_table_shows_each_environments_own_metrics():
+    from sv_dagster.cli import _training_row, training_columns
+
+    e1 = training_columns("e1")
+    assert [title for title, _ in e1] == ["mean reward", "valid JSON", "accuracy", "ECE"]
+    e6 = dict(training_columns("e6"))
+    assert "valid JSON" not in e6 and "accuracy" not in e6  # a dialogue has no JSON or label
+    assert e6["mean reward"] == "mean_reward" and e6["unsafe"] == "unsafe_compliance_rate"
+    assert dict(training_columns("e5"))["success"] == "attack_success_rate"
+    summary = {
+        "n_examples": 48,
+        "mean_reward": 0.88,
+        "unsafe_compliance_rate": 0.0,
+        "ci95": {"mean_reward": [0.84, 0.92]},
+    }
+    row = _training_row(summary, "sft", training_columns("e6"))
+    assert row["mean_reward"] == "0.880 [0.84, 0.92]" and row["unsafe_compliance_rate"] == "0.000"
