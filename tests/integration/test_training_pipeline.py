@@ -17,6 +17,7 @@ import dagster as dg
 import pytest
 
 from sv_dagster.jobs.synthetic import DEMO_PARTITION
+from sv_dagster.training.config import load_training_config
 from tests.conftest import REPO_ROOT, TRAINING_PROFILE
 
 pytestmark = pytest.mark.slow
@@ -303,6 +304,10 @@ def test_stage2_mixes_environments_from_the_reviewed_checkpoint(trained, instanc
         ).read_text()
     )
     assert set(record["reward_weights"]) == {"e1", "e4"} and record["steps"] == 4
+    # E4's rows are sampled as E4's own GRPO samples them: its reply length and its tools.
+    assert record["tools_offered"] == {"e1": [], "e4": ["check_url"]}
+    e4 = load_training_config("e4")
+    assert record["config"]["grpo"]["max_completion_length"] == e4.grpo.max_completion_length
     assert (
         record["upstream_checkpoint"]
         == latest(instance_of, "checkpoint/e1/rlft_stage1").asset_materialization.metadata["checkpoint_path"].value
