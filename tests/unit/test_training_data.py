@@ -67,20 +67,14 @@ def test_a_typo_in_a_training_config_fails_naming_the_file(tmp_path: Path):
         load_training_config("e1", experiment="no-such-experiment")
 
 
-def test_all_but_e2_default_to_smollm2_and_the_tiny_profile_keeps_the_file(
+def test_every_chain_defaults_to_smollm2_and_the_tiny_profile_keeps_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.delenv("SV_TRAINING_PROFILE", raising=False)
     default = load_training_config("e1")
     assert (default.model.base, default.sft.max_length) == ("smollm2-135m", 320)  # default_profile: smollm2-cpu
     bases = {env: load_training_config(env).model.base for env in ("e2", "e3", "e4", "e5", "e6")}
-    assert bases == {
-        "e2": "tiny",
-        "e3": "smollm2-135m",
-        "e4": "smollm2-135m",
-        "e5": "smollm2-135m",
-        "e6": "smollm2-135m",
-    }
+    assert set(bases.values()) == {"smollm2-135m"}
     (tmp_path / "e1.yaml").write_text("sft: {max_steps: 5}\n")  # no default_profile
     assert load_training_config("e1", path=tmp_path / "e1.yaml").model.base == "tiny"
     tiny = load_training_config("e1", profile="tiny")
