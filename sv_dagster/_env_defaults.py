@@ -19,6 +19,6 @@ os.environ.setdefault(
     "SV_TOOL_CACHE", str(Path(os.environ.get("SV_OUTPUTS_DIR") or _ROOT / "outputs") / "cache" / "tools")
 )
 Path(os.environ["DAGSTER_HOME"]).mkdir(parents=True, exist_ok=True)
-# The README's `dagster job execute -j ...` is the documented way to run a job; Dagster's
+# `dagster job execute -j ...` (docs/commands.md) is the documented way to run a job; Dagster's
 # notice that `dg launch` supersedes it is noise above every run's output.
 warnings.filterwarnings("ignore", message=r"Function `job_execute_command` is superseded")

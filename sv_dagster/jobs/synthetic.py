@@ -31,7 +31,7 @@ from sv_dagster.runs import owner_tags
 SYNTHETIC_JOB = "synthetic_daily"
 DEMO_PARTITION = "2026-11-22"
 """The day `make demo` generates: pinned, because each batch's seed derives from its partition,
-so a fresh clone prints the README's synthetic and training tables on any day."""
+so a fresh clone prints the synthetic and training tables of docs/demo.md on any day."""
 
 
 def synthetic_job() -> dg.UnresolvedAssetJobDefinition:
