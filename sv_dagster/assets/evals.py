@@ -215,7 +215,7 @@ def evaluate_split(
     from sv_dagster.core.evals.evaluation import evaluate  # imports verifiers (~3 s): only when run
     from sv_dagster.core.models.cache import ResponseCache
 
-    spec = models.spec(model.name)
+    spec = models.spec(model.name).for_env(env.short)
     limit = config.limit
     if limit is None and (model_limit := spec.limit_for(env.short)) is not None:
         limit = min(model_limit, sizes[split])  # the registry's N for a slow model: a cap, never an error

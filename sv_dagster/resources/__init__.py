@@ -46,10 +46,16 @@ class ModelRegistry(dg.ConfigurableResource):
         return specs[name]
 
     def backend(self, name: str, env_id: str, checkpoint: str | Path | None = None) -> Backend:
-        """`checkpoint`: the folder a trained (`local`) model's weights come from."""
+        """`checkpoint`: the folder a trained (`local`) model's weights come from. The model
+        asks with its settings for that environment (`ModelSpec.for_env`)."""
+        from sv_dagster.core.envs import env_by_id
         from sv_dagster.core.models.backends import make_backend  # the openai client: ~1 s to import
 
         spec = self.spec(name)
+        try:
+            spec = spec.for_env(env_by_id(env_id).short)
+        except KeyError:  # an environment not installed here has no settings of its own
+            pass
         if not spec.served:
             return make_backend(spec, env_id, checkpoint)
         from sv_dagster.resources.serving import ModelServing  # converts a catalog model on first use

@@ -22,12 +22,14 @@ MODEL_KEYS = [
     "llama_3_70b",
     "mixtral_8x22b",
     "smollm2_135m",
+    "qwen2_5_coder_0_5b",
 ]
+QWEN_1_5B = "qwen2_5_coder_1_5b"  # registered for E1 and E4 only
 ENV_MODELS = {
-    "e1": MODEL_KEYS,
+    "e1": [*MODEL_KEYS, QWEN_1_5B],
     "e2": [*MODEL_KEYS, "tool_oracle"],
     "e3": [*MODEL_KEYS, "tool_oracle"],
-    "e4": MODEL_KEYS,
+    "e4": [*MODEL_KEYS, QWEN_1_5B],
     "e5": MODEL_KEYS,
     "e6": MODEL_KEYS,
 }
@@ -53,8 +55,11 @@ TRAINED_EVALS = {f"eval/{env}/{m}" for env, m in TRAINED}
 # E1's OOD split (its sources marked `ood: true`): the sweep models evaluated on it.
 OOD_EVALS = {
     "eval_ood/e1/heuristic": {"dataset/e1"},
+    "eval_ood/e1/qwen2_5_coder_0_5b": {"dataset/e1"},  # the sweep's served models
+    "eval_ood/e1/qwen2_5_coder_1_5b": {"dataset/e1"},
     "eval_ood/e1/tiny_e1_promoted": {"dataset/e1", "checkpoint/e1/promoted"},
 }
+PROMOTED_OOD = {"eval_ood/e1/tiny_e1_promoted"}  # read by the reports, not depended on
 SFT_MIX = {"e1": ("e6",)}  # configs/training/e1.yaml sft.mix: E6's rows in E1's SFT
 TRAINING_DEPS = {
     **{f"sft_data/{env}": {f"dataset/{env}", f"synthetic/{env}"} for env in ENVS},
@@ -141,9 +146,9 @@ EXPECTED_DEPS = {
     **{f"{kind}/{env}/{m}": {f"eval/{env}/{m}"} for env, m in TRAINED for kind in ("triage", "rescore")},
     # Trained models' evals are read, not depended on: one may make nothing in a run (nothing promoted yet).
     **OOD_EVALS,
-    **{f"reports/{r}": ALL_EVALS | {"eval_ood/e1/heuristic"} for r in ("weekly", "scoreboard")},
+    **{f"reports/{r}": ALL_EVALS | set(OOD_EVALS) - PROMOTED_OOD for r in ("weekly", "scoreboard")},
     # attacker curves, training compute
-    "reports/monthly": ALL_EVALS | {"eval_ood/e1/heuristic", "tournament/e5_e6"} | TRAINING_COMPUTE,
+    "reports/monthly": ALL_EVALS | set(OOD_EVALS) - PROMOTED_OOD | {"tournament/e5_e6"} | TRAINING_COMPUTE,
 }
 # Shared groups, then one group per environment and stage (`e1_evals`, `e1_training`, ...).
 SHARED_GROUPS = {"corpora", "datasets", "synthetic", "ablations", "training", "safety", "tournaments", "reports"}
@@ -181,17 +186,17 @@ E1_HEURISTIC = path_of("e1", "heuristic")
 TOURNAMENT = {"tournament/e5_e6", "dataset/e5", "dataset/e6"} | {
     f"corpus/{c}" for c in ENV_CORPORA["e5"] | ENV_CORPORA["e6"]
 }
-SERVED = "smollm2_135m"  # the default model served here (a per-environment N in the registry)
+SERVED = ("smollm2_135m", "qwen2_5_coder_0_5b")  # the default models served here (a per-environment N)
 DEFAULTS = (
-    path_of("e1", "heuristic", SERVED)
-    | path_of("e2", "heuristic", "tool_oracle", SERVED)
-    | path_of("e3", "heuristic", "tool_oracle", SERVED)
-    | path_of("e4", "heuristic", SERVED)
-    | path_of("e5", "heuristic", SERVED)
-    | path_of("e6", "heuristic", SERVED)
+    path_of("e1", "heuristic", *SERVED)
+    | path_of("e2", "heuristic", "tool_oracle", *SERVED)
+    | path_of("e3", "heuristic", "tool_oracle", *SERVED)
+    | path_of("e4", "heuristic", *SERVED)
+    | path_of("e5", "heuristic", *SERVED)
+    | path_of("e6", "heuristic", *SERVED)
     | TOURNAMENT
 )
-SWEEP = (
+NIGHTLY = (
     E1_HEURISTIC
     | path_of("e2", "heuristic")
     | path_of("e3", "heuristic")
@@ -201,6 +206,8 @@ SWEEP = (
     # The promoted checkpoints: read as they stand, never retrained by a sweep.
     | {f"{kind}/{env}/tiny_{env}_promoted" for env in ENVS for kind in ("eval", "triage")}
 )
+SWEPT = "qwen2_5_coder_0_5b"  # served, in the sweep on all six; the 1.5B on E1 and E4
+SWEEP = NIGHTLY | {key for env in ENVS for key in path_of(env, SWEPT, *([QWEN_1_5B] if env in ("e1", "e4") else []))}
 
 
 def data_of(env: str) -> set[str]:
@@ -247,24 +254,23 @@ TRAINING_JOBS = {
     **{f"ablation_{env}": {f"ablation/{env}"} for env in ENVS},
 }
 EXPECTED_JOBS = {
-    "eval_e1": path_of("e1", "heuristic", SERVED),
-    "eval_e2": path_of("e2", "heuristic", "tool_oracle", SERVED),
-    "eval_e3": path_of("e3", "heuristic", "tool_oracle", SERVED),
-    "eval_e4": path_of("e4", "heuristic", SERVED),
-    "eval_e5": path_of("e5", "heuristic", SERVED),
-    "eval_e6": path_of("e6", "heuristic", SERVED),
+    "eval_e1": path_of("e1", "heuristic", *SERVED),
+    "eval_e2": path_of("e2", "heuristic", "tool_oracle", *SERVED),
+    "eval_e3": path_of("e3", "heuristic", "tool_oracle", *SERVED),
+    "eval_e4": path_of("e4", "heuristic", *SERVED),
+    "eval_e5": path_of("e5", "heuristic", *SERVED),
+    "eval_e6": path_of("e6", "heuristic", *SERVED),
     "tournament_e5_e6": TOURNAMENT,
     "demo": DEFAULTS,
     "weekly_sweep": SWEEP | set(OOD_EVALS) | {"reports/weekly", "reports/scoreboard"},
     "biweekly_full_eval": SWEEP | set(OOD_EVALS) | TOURNAMENT | {"reports/scoreboard"},
-    "nightly_regression": SWEEP,
+    "nightly_regression": NIGHTLY,
     "monthly_report": {"reports/monthly", "reports/scoreboard"},
-    "rescore_e1": {"rescore/e1/heuristic", f"rescore/e1/{SERVED}"},
-    "rescore_e2": {"rescore/e2/heuristic", "rescore/e2/tool_oracle", f"rescore/e2/{SERVED}"},
-    "rescore_e3": {"rescore/e3/heuristic", "rescore/e3/tool_oracle", f"rescore/e3/{SERVED}"},
-    "rescore_e4": {"rescore/e4/heuristic", f"rescore/e4/{SERVED}"},
-    "rescore_e5": {"rescore/e5/heuristic", f"rescore/e5/{SERVED}"},
-    "rescore_e6": {"rescore/e6/heuristic", f"rescore/e6/{SERVED}"},
+    **{
+        f"rescore_{env}": {f"rescore/{env}/{m}" for m in ("heuristic", *SERVED)}
+        | ({f"rescore/{env}/tool_oracle"} if env in ("e2", "e3") else set())
+        for env in ENVS
+    },
     **TRAINING_JOBS,
 }
 EXPECTED_SCHEDULES = {
@@ -377,7 +383,7 @@ def test_every_eval_asset_has_a_blocking_regression_gate(graph):
     job = graph.resolve_job_def("eval_e1")
     assert {k.asset_key.to_user_string() for k in job.asset_layer.asset_graph.asset_check_keys} == {
         "eval/e1/heuristic",
-        f"eval/e1/{SERVED}",
+        *(f"eval/e1/{m}" for m in SERVED),
         "dataset/e1",
         *(f"corpus/{c}" for c in ENV_CORPORA["e1"]),
     }

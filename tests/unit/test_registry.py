@@ -84,3 +84,14 @@ def test_a_models_limit_is_its_n_per_environment_and_is_recorded(tmp_path: Path)
     assert spec.public_dict()["limits"] == {"e1": 24, "e5": 8}
     unlimited = load_registry(registry(tmp_path, "models:\n  m:\n    backend: heuristic\n"))["m"]
     assert unlimited.limit_for("e1") is None and "limits" not in unlimited.public_dict()
+
+
+def test_a_models_max_tokens_per_environment_overrides_its_sampling_there_only(tmp_path: Path):
+    text = "models:\n  m:\n    backend: heuristic\n    sampling: {max_tokens: 128}\n    max_tokens: {e2: 512}\n"
+    spec = load_registry(registry(tmp_path, text))["m"]
+    assert spec.for_env("e2").sampling.max_tokens == 512
+    assert spec.for_env("e1").sampling.max_tokens == 128 and spec.for_env("e1") is spec
+    assert spec.for_env("e2").sampling.temperature == spec.sampling.temperature
+    assert spec.public_dict()["max_tokens_by_env"] == {"e2": 512}
+    with pytest.raises(RegistryError, match="max_tokens of e3 must be a positive integer"):
+        load_registry(registry(tmp_path, "models:\n  m:\n    backend: heuristic\n    max_tokens: {e3: 0}\n"))

@@ -381,7 +381,7 @@ def materialize(
     try:
         started = time.time()
         if len(entry.parts) > 1:
-            log(f"{what}: assembling {entry.file.name} from {source.label}")
+            log(f"{what}: assembling {entry.file.name} from {entry.source_label}")
         gguf = source.assemble(staging / "gguf" / entry.file.name)
         log(f"{what}: converting {entry.file.name} ({gguf.size / 1e6:.0f} MB) to a {SAVE_DTYPE} checkpoint")
         out = staging / "model"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -81,6 +81,14 @@ class ModelSpec:
     """(environment, N): how many examples an eval of this model scores when its run sets no
     `limit` (a subset drawn under the run's seed; a smaller split is scored whole). For models
     too slow to score a whole split in a demo; the eval tables show the N."""
+    max_tokens_by_env: tuple[tuple[str, int], ...] = ()
+    """(environment, max_tokens): the reply budget on an environment whose answers are longer
+    or shorter than `sampling.max_tokens` allows for (a list of findings, a diff, a label)."""
+
+    def for_env(self, env: str) -> ModelSpec:
+        """This model as an eval of `env` asks it: its `max_tokens` for that environment."""
+        tokens = dict(self.max_tokens_by_env).get(env)
+        return self if tokens is None else replace(self, sampling=replace(self.sampling, max_tokens=tokens))
 
     @property
     def served(self) -> bool:
@@ -122,6 +130,7 @@ class ModelSpec:
             **({"checkpoint_asset": self.checkpoint_asset} if self.checkpoint_asset else {}),
             **({"serve": self.serve} if self.serve else {}),
             **({"limits": dict(self.limits)} if self.limits else {}),
+            **({"max_tokens_by_env": dict(self.max_tokens_by_env)} if self.max_tokens_by_env else {}),
         }
 
 
@@ -145,18 +154,19 @@ def _positive_int(value: Any, field_name: str, name: str, where: str) -> int:
     return value
 
 
-def _limits(raw: Any, envs: tuple[str, ...], name: str, where: str) -> tuple[tuple[str, int], ...]:
-    """`limit: {e1: 24, e5: 8}`: a positive N per environment (of `envs`, when given)."""
+def _per_env(raw: Any, envs: tuple[str, ...], name: str, where: str, key: str = "limit") -> tuple[tuple[str, int], ...]:
+    """`limit: {e1: 24, e5: 8}` (or `max_tokens: {e2: 512}`): a positive integer per
+    environment (of `envs`, when given)."""
     if raw is None:
         return ()
     if not isinstance(raw, dict) or not raw:
-        raise RegistryError(f"{where}: model {name!r}: limit must map environments to N, e.g. {{e1: 24}}; got {raw!r}")
-    limits = []
+        raise RegistryError(f"{where}: model {name!r}: {key} must map environments to N, e.g. {{e1: 24}}; got {raw!r}")
+    values = []
     for env, n in raw.items():
         if envs and env not in envs:
-            raise RegistryError(f"{where}: model {name!r}: limit names {env!r}, which is not in its envs {list(envs)}")
-        limits.append((str(env), _positive_int(n, f"limit of {env}", name, where)))
-    return tuple(sorted(limits))
+            raise RegistryError(f"{where}: model {name!r}: {key} names {env!r}, which is not in its envs {list(envs)}")
+        values.append((str(env), _positive_int(n, f"{key} of {env}", name, where)))
+    return tuple(sorted(values))
 
 
 def _spec(name: str, raw: Any, where: str) -> ModelSpec:
@@ -200,7 +210,8 @@ def _spec(name: str, raw: Any, where: str) -> ModelSpec:
         description=str(raw.get("description", "")),
         checkpoint_asset=raw.get("checkpoint_asset"),
         serve=str(serve) if serve is not None else None,
-        limits=_limits(raw.get("limit"), envs, name, where),
+        limits=_per_env(raw.get("limit"), envs, name, where),
+        max_tokens_by_env=_per_env(raw.get("max_tokens"), envs, name, where, key="max_tokens"),
     )
 
 
