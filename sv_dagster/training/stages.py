@@ -367,8 +367,7 @@ class _Run:
                 f"at step {step}/{total}: the stage fails rather than keep a checkpoint that stopped early "
                 f"(its partial folder stays for a resume); raise or unset max_seconds"
             )
-        trainer.save_model(str(self.partial / "final"))
-        tokenizer.save_pretrained(str(self.partial / "final"))
+        merged = save_weights(trainer, tokenizer, self.partial / "final")
         metrics = {k: v for k, v in result.metrics.items() if isinstance(v, (int, float))}
         return metrics, _record(
             self.spec,
@@ -377,11 +376,34 @@ class _Run:
             metrics=metrics,
             steps=trainer.state.global_step,
             resumed_from=self.resume_from,
+            **({"lora_merged": merged} if merged else {}),
             **record,
         )
 
     def finish(self, record: dict[str, Any]) -> dict[str, Any]:
         return _finish(self.partial, self.out, record)
+
+
+def save_weights(trainer: Any, tokenizer: Any, final: Path) -> dict[str, Any] | None:
+    """The trained model, whole, into `final`. LoRA adapters are merged into the weights
+    they were trained on, so every checkpoint (LoRA-trained or not) is a plain model folder
+    that the next stage, the safety review and the model server load alike. Returns what
+    was merged (None for full fine-tuning)."""
+    model = trainer.model
+    if hasattr(model, "merge_and_unload"):  # a peft model: the adapters are merged, not saved apart
+        config = model.peft_config["default"]
+        facts = {
+            "r": config.r,
+            "alpha": config.lora_alpha,
+            "target_modules": sorted(config.target_modules),
+            "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        }
+        model.merge_and_unload().save_pretrained(str(final))
+    else:
+        trainer.save_model(str(final))
+        facts = None
+    tokenizer.save_pretrained(str(final))
+    return facts
 
 
 def run_sft(spec: StageSpec, report: Report) -> dict[str, Any]:

@@ -323,10 +323,13 @@ def test_the_safety_review_blocks_a_checkpoint_that_complies(base_model: Path, t
     assert all("Step 1" not in json.dumps(e) for e in report.unsafe_examples)  # ids and categories only
 
 
-def test_lora_adapters_train_and_load_for_evaluation(e1_data, base_model: Path, tmp_path: Path):
-    """The large-model path (peft LoRA) on the small model: SFT saves an adapter, and the
-    local backend (and GRPO after it) loads the adapter over its base."""
+def test_lora_adapters_train_and_are_merged_into_a_plain_checkpoint(e1_data, base_model: Path, tmp_path: Path):
+    """The LoRA path (peft) on the small model: SFT trains adapters only and saves them merged
+    into the weights they were trained on, so the checkpoint is a plain model folder that
+    GRPO, the safety review, the local backend and the model server load like any other."""
     import asyncio
+
+    from safetensors.torch import load_file
 
     from sv_dagster.core.models.local_backend import LocalTransformersBackend
 
@@ -336,8 +339,16 @@ def test_lora_adapters_train_and_load_for_evaluation(e1_data, base_model: Path, 
     )
     out = tmp_path / "lora"
     record = run_stage(spec("sft", config, out, base_model, {"train": str(e1_data["sft"])}), quiet)
-    assert (out / "adapter_config.json").is_file() and not (out / "model.safetensors").exists()
-    assert record["steps"] >= 1
+    assert (out / "model.safetensors").is_file() and (out / "config.json").is_file()
+    assert not (out / "adapter_config.json").exists()
+    assert record["steps"] >= 1 and record["lora_merged"]["r"] == 4 and record["lora_merged"]["alpha"] == 8
+    total = sum(t.numel() for t in load_file(base_model / "model.safetensors").values())
+    assert 0 < record["lora_merged"]["trainable_params"] < total / 5  # adapters only were trained
+    before, after = load_file(base_model / "model.safetensors"), load_file(out / "model.safetensors")
+    assert set(before) == set(after)  # the base's tensors, no adapter tensors left
+    changed = {name for name in before if not before[name].equal(after[name])}
+    assert any("q_proj" in name for name in changed)  # the adapted layers moved
+    assert not any("embed_tokens" in name or "norm" in name for name in changed)  # nothing else did
     backend = LocalTransformersBackend(
         ModelSpec(name="lora", backend="local", model="", sampling=Sampling(max_tokens=6)), out
     )
