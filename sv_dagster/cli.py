@@ -10,8 +10,9 @@ sv-dagster eval e1 --models heuristic gpt-5-mini [--n 32] [--seed 42] [--include
 sv-dagster eval e5 --models gpt-5-mini --target llama-3.1-8b [--n 20]
 sv-dagster eval e4 --models heuristic --dataset my_emails.jsonl
                                   evaluate registry models (one Dagster run, in the UI);
-                                  --n more than the split holds is an error, --n all (the
-                                  default) takes the whole split; --dataset FILE evaluates
+                                  --n more than the split holds is an error, --n all takes
+                                  the whole split for every model (unset: the whole split, or
+                                  a model's registry `limit`); --dataset FILE evaluates
                                   your JSONL file (bad lines listed and left out)
 sv-dagster resume RUN_ID          continue a killed or failed eval run in its own results
                                   folder: finished examples are kept, the rest are asked
@@ -462,7 +463,7 @@ def run_signoff(env_short: str, reviewer: str, verdict: str, note: str, verbose:
 def run_eval_command(
     env_short: str,
     models: list[str],
-    n: int | None,
+    n: int | str | None,
     seed: int,
     split: str,
     concurrency: int | None,
@@ -479,12 +480,14 @@ def run_eval_command(
     given now (the normal one is rebuilt: a user's rows are never evaluated unasked), and,
     with the corpora it reads, when one of them would now be read from other data (a
     `SV_SOURCE_<ID>` set or changed, or its file's bytes changed). Split and N are then
-    checked against the built dataset before the eval run starts."""
+    checked against the built dataset before the eval run starts. `n`: a number of examples,
+    `ALL` (the whole split, a model's registry `limit` notwithstanding) or None (the whole
+    split, or the registry's `limit` of a model that has one)."""
     import dagster as dg
 
     from sv_dagster.assets.evals import eval_asset_key
     from sv_dagster.core.envs import ENVS, env_by_id
-    from sv_dagster.core.eval_request import check_limit, check_models, check_split, split_sizes
+    from sv_dagster.core.eval_request import ALL, check_limit, check_models, check_split, split_sizes
     from sv_dagster.definitions import build_definitions
     from sv_dagster.training.catalog import load_models
 
@@ -524,10 +527,11 @@ def run_eval_command(
     if report.exists():  # else (an outputs root on another machine) the eval asset checks them
         sizes = split_sizes(report)
         check_split(split, sizes, f"dataset/{env.short}")
-        check_limit(n, split, sizes[split], f"dataset/{env.short}")
+        check_limit(None if n == ALL else n, split, sizes[split], f"dataset/{env.short}")
     keys = {eval_asset_key(env, registry[name]) for name in models}
     op_config = {
-        "limit": n,
+        "limit": None if n == ALL else n,
+        "all_examples": n == ALL,  # over a model's registry `limit` too
         "seed": seed,
         "split": split,
         "concurrency": concurrency,
@@ -876,7 +880,8 @@ def main(argv: list[str] | None = None) -> int:
         "--n",
         default=None,
         help="examples per model (a seeded subset), at most the split's size (more is an error); "
-        "'all' (the default) for the whole split",
+        "'all' for the whole split for every model; unset, the whole split except for a model whose "
+        "registry entry sets a `limit` for this environment (its N)",
     )
     evals.add_argument("--seed", type=int, default=42)
     evals.add_argument(
