@@ -23,8 +23,9 @@ def canonical_flow(row: Row) -> str:
 
 def user_flow_row(row: Row) -> Row:
     """A user's row (the dataset's own shape is the common one): the flow fields the question
-    states as `field: value` lines are recorded in `info.flow`, so the results show what the
-    verifier and the rule baseline read from it."""
+    states, as `field: value` lines or in words ("a TCP connection to port 23 lasting 0.3 s,
+    0 bytes sent", `flow_words`), are recorded in `info.flow`, so the results show what the
+    rule baseline read from it. The question itself is kept as written: a model reads that."""
     out = common_row(row, GOLD_LABELS, INT_LABELS)
     flow = parse_flow_question(out["question"])
     if flow:
@@ -57,5 +58,6 @@ ENVIRONMENT = Environment(
     sft=SFT,
     canonical_text=canonical_flow,
     user_row=user_flow_row,
-    user_shapes='{"question": "<flow as field: value lines>", "answer": "Benign"|"Malicious"|0|1, "info"|"meta": {...}}',
+    user_shapes='{"question": "<flow as field: value lines, or in words>", "answer": "Benign"|"Malicious"|0|1, '
+    '"info"|"meta": {...}}',
 )
