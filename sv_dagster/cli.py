@@ -259,7 +259,7 @@ def _report(result, title: str, started: float, data_note: str | None = None) ->
             print(f"DATA: {note}")
         elif sample:
             print(f"DATA: bundled SAMPLE ({env.sample_note}), not a real corpus")
-        print(format_table([summary for summary, _ in entries], env.columns))
+        print(_eval_table(env, entries))
         for summary, path in entries:
             print(
                 f"  {summary['model']}{_subset_note(path)}: "
@@ -272,6 +272,20 @@ def _report(result, title: str, started: float, data_note: str | None = None) ->
         print(_tournament_text(path))
     print(f"\nwall time {time.perf_counter() - started:.1f} s; open the UI with `make ui` (same instance)")
     return 0
+
+
+def _eval_table(env, entries: list[tuple[dict[str, Any], Path]]) -> str:
+    """An environment's eval table: a row per model; for an environment with reference
+    policies, their rows after the models' and each model's margin over the best of them."""
+    from sv_dagster.core.evals.references import margin_text, table_rows
+
+    models = [{**summary, "vs_ref": margin_text(summary)} for summary, _ in entries]
+    titles = {key: title for title, key in env.columns} | {"mean_reward": "mean reward"}
+    references, notes = table_rows(((summary, _subset_note(path)) for summary, path in entries), titles)
+    if not references:
+        return format_table(models, env.columns)
+    table = format_table([*models, *references], (*env.columns, ("vs best ref", "vs_ref")))
+    return "\n".join([table, *(f"  {note}" for note in notes)])
 
 
 class CommandError(ValueError):
@@ -362,6 +376,8 @@ def training_text(result, env_short: str) -> str:
     """Each trained stage on the dev split as it finished, then base -> SFT -> RLFT on the
     held-out test split, with 95% bootstrap CIs; what each stage cost; the review's verdict
     and how to sign off."""
+    from sv_dagster.core.evals.references import REFERENCE_PREFIX
+
     rows, stages, review = [], [], None
     for event in result.get_asset_materialization_events():
         materialization = event.step_materialization_data.materialization
@@ -395,7 +411,18 @@ def training_text(result, env_short: str) -> str:
         lines += ["dev split, each stage as it finished (training settings are judged on these):"]
         lines.append(format_table(dev, columns, first=("stage", "model")))
     lines.append("held-out test split, evaluated once at the end of the chain:")
-    lines.append(format_table([_training_row(r, r["model"], columns) for r in rows], columns))
+    references = next((r["reference_policies"]["policies"] for r in rows if r.get("reference_policies")), [])
+    lines.append(
+        format_table(
+            [_training_row(r, r["model"], columns) for r in rows]
+            + [_training_row(p, REFERENCE_PREFIX + p["policy"], columns) for p in references],
+            columns,
+        )
+    )
+    if references:
+        lines.append(
+            f"  {REFERENCE_PREFIX}reference policies (constant answers), scored as the models on their examples"
+        )
 
     for stage, metadata in stages:
         value = functools.partial(metadata_value, metadata)

@@ -218,6 +218,7 @@ def evaluate_split(
     if trained and checkpoint is None:
         return None
     from sv_dagster.core.evals.evaluation import evaluate  # imports verifiers (~3 s): only when run
+    from sv_dagster.core.evals.references import label_prior
     from sv_dagster.core.models.cache import ResponseCache
 
     spec = models.spec(model.name)
@@ -246,6 +247,8 @@ def evaluate_split(
         dataset_info={
             "split": split,
             "split_size": sizes[split],
+            # The majority reference policy's label: train's (else dev's) majority, not the scored split's.
+            "label_prior": label_prior(dataset.files["metadata"], split) if env.reference else None,
             "sample": dataset.facts.get("sample", False),
             **({"user_file": dataset.facts["user_file"]} if dataset.facts.get("user_file") else {}),
         },

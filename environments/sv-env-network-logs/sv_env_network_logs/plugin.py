@@ -1,12 +1,12 @@
 """E1 as the pipeline sees it (entry point `sv_dagster.environments`)."""
 
-from sv_env_network_logs.baseline import heuristic_reply
+from sv_env_network_logs.baseline import constant_reply, heuristic_reply
 from sv_env_network_logs.config import load_reward_settings
 from sv_env_network_logs.corpora import CORPORA
-from sv_env_network_logs.flows import FLOW_FIELD_NAMES, GOLD_LABELS, INT_LABELS, parse_flow_question
+from sv_env_network_logs.flows import FLOW_FIELD_NAMES, GOLD_LABELS, INT_LABELS, POSITIVE_LABEL, parse_flow_question
 from sv_env_network_logs.sft import SFT
 from sv_env_network_logs.synthetic_batch import SYNTHETIC
-from sv_shared.environment import Environment, LazyFunction, Row, common_row
+from sv_shared.environment import Environment, LazyFunction, ReferencePolicies, Row, common_row
 
 # Source port and duration vary between otherwise identical flows (a re-run of one connection).
 _NOT_IDENTITY = ("id.orig_p", "duration")
@@ -42,7 +42,8 @@ ENVIRONMENT = Environment(
     description="Network-flow anomaly detection (calibrated labels, abstention, asymmetric cost)",
     heuristic=heuristic_reply,
     parse=LazyFunction("sv_env_network_logs.taskset:parse_completion"),
-    positive_label="Malicious",
+    positive_label=POSITIVE_LABEL,
+    reference=ReferencePolicies(labels=GOLD_LABELS, positive=POSITIVE_LABEL, abstain="Abstain", reply=constant_reply),
     columns=(
         ("accuracy", "accuracy"),
         ("ECE", "ece"),
