@@ -188,6 +188,6 @@ def test_the_table_marks_a_model_no_better_than_a_constant_answer(tmp_path: Path
 def test_models_scored_on_other_examples_each_get_their_reference_rows() -> None:
     refs = [("always abstain", 0.9)]
     rows, _ = table_rows([(summary("a", 0.95, refs), ""), (summary("b", 0.95, refs), " (5 of the 10 ...)")])
-    assert [row["model"] for row in rows] == ["ref: always abstain", "ref: always abstain"]
+    assert [row["model"] for row in rows] == ["ref: always abstain", "ref: always abstain [subset]"]
     rows, notes = table_rows([({"model": "e2-model", "mean_reward": 0.5}, "")])
     assert rows == [] and notes == []

@@ -210,10 +210,8 @@ def table_rows(
         costs = references.get("costs") or costs
         priors.setdefault(json.dumps(references["labels_from"], sort_keys=True), references["labels_from"])
         for policy in references["policies"]:
-            rows.setdefault(
-                (policy["policy"], examples),
-                {**policy, "model": REFERENCE_PREFIX + policy["policy"], "vs_ref": "(ref)"},
-            )
+            name = REFERENCE_PREFIX + policy["policy"] + (" [subset]" if examples else "")
+            rows.setdefault((policy["policy"], examples), {**policy, "model": name, "vs_ref": "(ref)"})
         versus = summary.get("vs_best_reference") or {}
         if versus.get("delta") is not None and versus["delta"] <= 0:
             matched.append(
@@ -232,6 +230,8 @@ def table_rows(
         f"the same examples; majority label from {sources}",
         f"vs best ref: {compare} minus the best reference policy's; {NO_BETTER} = no better than a constant answer",
     ]
+    if any(examples for _, examples in rows):
+        notes.append("[subset]: on the examples drawn for the models scored on a subset (their n)")
     if costs:
         notes.append(
             f"{compare} = 1 - mean cost / {costs['max_cost']:g}, with a missed {costs['positive_label']} costing "
