@@ -191,3 +191,35 @@ def test_models_scored_on_other_examples_each_get_their_reference_rows() -> None
     assert [row["model"] for row in rows] == ["ref: always abstain", "ref: always abstain [subset]"]
     rows, notes = table_rows([({"model": "e2-model", "mean_reward": 0.5}, "")])
     assert rows == [] and notes == []
+
+
+def test_reference_policies_cover_the_examples_the_models_metrics_cover(tmp_path: Path) -> None:
+    """An example whose model call failed is out of the model's metrics, and so out of the
+    reference policies': the margin compares the same examples."""
+    from sv_dagster.core.models.completion import Completion, CompletionFailed
+    from sv_dagster.core.models.registry import ModelSpec
+    from sv_env_network_logs import heuristic_reply
+
+    class EveryThirdFails:
+        spec = ModelSpec(name="flaky", backend="openai", model="flaky", max_concurrency=1)
+        calls = 0
+
+        async def preflight(self) -> None:
+            return None
+
+        async def complete(self, messages, tools=None) -> Completion:
+            self.calls += 1
+            if self.calls % 3 == 0:
+                raise CompletionFailed("endpoint down", attempts=1)
+            return Completion(text=heuristic_reply(messages[-1]["content"]), usage=None, latency_s=0.0)
+
+        async def aclose(self) -> None:
+            return None
+
+    backend = EveryThirdFails()
+    run = evaluate(ENVS["e1"], backend.spec, backend, dataset_path=None, outputs_root=tmp_path, run_id="r", limit=12)
+    ok = sorted(row["example_id"] for row in read_results(run.results_path) if row["error"] is None)
+    assert run.summary["n_errors"] == 4 and len(ok) == 8
+    for policy in run.summary["reference_policies"]["policies"]:
+        assert policy["n_examples"] == 8
+        assert sorted(row["example_id"] for row in read_results(run.run_dir / policy["results"])) == ok

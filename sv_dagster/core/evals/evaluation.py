@@ -159,10 +159,15 @@ def evaluate(
     rows = read_results(results_path, drop=SUMMARY_DROP)
     summary = summarize(env, rows, settings)
     if env.reference is not None and reference_policies:  # the trivial policies, same examples, same scorer
+        scored = {row["example_id"] for row in rows if row.get("error") is None}  # what the metrics cover
         prior = (dataset_info or {}).get("label_prior") or rows_prior(rows, (dataset_info or {}).get("split", "?"))
         summary["reference_policies"] = score_references(
             env,
-            lambda: env.iter_tasks(dataset_path, reward_config, limit, seed, task_options),
+            lambda: (
+                task
+                for task in env.iter_tasks(dataset_path, reward_config, limit, seed, task_options)
+                if task.key in scored
+            ),
             settings,
             run_dir,
             prior,
@@ -262,7 +267,7 @@ def rescore(
     rows = read_results(results_path, drop=SUMMARY_DROP)
     summary = summarize(env, rows, settings)
     if env.reference is not None:  # played again on the source's examples, by the current verifier
-        scored = {row["example_id"] for row in rows}
+        scored = {row["example_id"] for row in rows if row.get("error") is None}
         prior = dataset.get("label_prior") or rows_prior(rows, dataset.get("split", "?"))
         summary["reference_policies"] = score_references(
             env, lambda: (task for key, task in tasks.items() if key in scored), settings, run_dir, prior

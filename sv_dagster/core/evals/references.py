@@ -118,9 +118,10 @@ def score_references(
     run_dir: Path,
     prior: Mapping[str, Any],
 ) -> dict[str, Any]:
-    """Play every reference policy of `env` over `tasks()` (a fresh iterator of the tasks the
-    model was scored on, per policy) into `run_dir/references/`, and summarise each with the
-    model's own summary function. Returns the summary's `reference_policies` entry."""
+    """Play every reference policy of `env` over `tasks()` (a fresh iterator, per policy, of the
+    tasks the model's metrics cover: those its call and scoring did not fail on) into
+    `run_dir/references/`, and summarise each with the model's own summary function. Returns
+    the summary's `reference_policies` entry."""
     reference = env.reference
     out: list[dict[str, Any]] = []
     for policy in policies(reference, prior):
