@@ -10,8 +10,9 @@ sv-dagster eval e1 --models heuristic gpt-5-mini [--n 32] [--seed 42] [--include
 sv-dagster eval e5 --models gpt-5-mini --target llama-3.1-8b [--n 20]
 sv-dagster eval e4 --models heuristic --dataset my_emails.jsonl
                                   evaluate registry models (one Dagster run, in the UI);
-                                  --n more than the split holds is an error, --n all (the
-                                  default) takes the whole split; --dataset FILE evaluates
+                                  --n more than the split holds is an error, --n all takes
+                                  the whole split for every model (unset: the whole split, or
+                                  a model's registry `limit`); --dataset FILE evaluates
                                   your JSONL file (bad lines listed and left out)
 sv-dagster resume RUN_ID          continue a killed or failed eval run in its own results
                                   folder: finished examples are kept, the rest are asked
@@ -258,7 +259,7 @@ def _report(result, title: str, started: float, data_note: str | None = None) ->
             print(f"DATA: {note}")
         elif sample:
             print(f"DATA: bundled SAMPLE ({env.sample_note}), not a real corpus")
-        print(format_table([summary for summary, _ in entries], env.columns))
+        print(_eval_table(env, entries))
         for summary, path in entries:
             print(
                 f"  {summary['model']}{_subset_note(path)}: "
@@ -271,6 +272,20 @@ def _report(result, title: str, started: float, data_note: str | None = None) ->
         print(_tournament_text(path))
     print(f"\nwall time {time.perf_counter() - started:.1f} s; open the UI with `make ui` (same instance)")
     return 0
+
+
+def _eval_table(env, entries: list[tuple[dict[str, Any], Path]]) -> str:
+    """An environment's eval table: a row per model; for an environment with reference
+    policies, their rows after the models' and each model's margin over the best of them."""
+    from sv_dagster.core.evals.references import margin_text, table_rows
+
+    models = [{**summary, "vs_ref": margin_text(summary)} for summary, _ in entries]
+    titles = {key: title for title, key in env.columns} | {"mean_reward": "mean reward"}
+    references, notes = table_rows(((summary, _subset_note(path)) for summary, path in entries), titles)
+    if not references:
+        return format_table(models, env.columns)
+    table = format_table([*models, *references], (*env.columns, ("vs best ref", "vs_ref")))
+    return "\n".join([table, *(f"  {note}" for note in notes)])
 
 
 class CommandError(ValueError):
@@ -361,6 +376,8 @@ def training_text(result, env_short: str) -> str:
     """Each trained stage on the dev split as it finished, then base -> SFT -> RLFT on the
     held-out test split, with 95% bootstrap CIs; what each stage cost; the review's verdict
     and how to sign off."""
+    from sv_dagster.core.evals.references import REFERENCE_PREFIX
+
     rows, stages, review = [], [], None
     for event in result.get_asset_materialization_events():
         materialization = event.step_materialization_data.materialization
@@ -394,7 +411,18 @@ def training_text(result, env_short: str) -> str:
         lines += ["dev split, each stage as it finished (training settings are judged on these):"]
         lines.append(format_table(dev, columns, first=("stage", "model")))
     lines.append("held-out test split, evaluated once at the end of the chain:")
-    lines.append(format_table([_training_row(r, r["model"], columns) for r in rows], columns))
+    references = next((r["reference_policies"]["policies"] for r in rows if r.get("reference_policies")), [])
+    lines.append(
+        format_table(
+            [_training_row(r, r["model"], columns) for r in rows]
+            + [_training_row(p, REFERENCE_PREFIX + p["policy"], columns) for p in references],
+            columns,
+        )
+    )
+    if references:
+        lines.append(
+            f"  {REFERENCE_PREFIX}reference policies (constant answers), scored as the models on their examples"
+        )
 
     for stage, metadata in stages:
         value = functools.partial(metadata_value, metadata)
@@ -462,7 +490,7 @@ def run_signoff(env_short: str, reviewer: str, verdict: str, note: str, verbose:
 def run_eval_command(
     env_short: str,
     models: list[str],
-    n: int | None,
+    n: int | str | None,
     seed: int,
     split: str,
     concurrency: int | None,
@@ -479,12 +507,14 @@ def run_eval_command(
     given now (the normal one is rebuilt: a user's rows are never evaluated unasked), and,
     with the corpora it reads, when one of them would now be read from other data (a
     `SV_SOURCE_<ID>` set or changed, or its file's bytes changed). Split and N are then
-    checked against the built dataset before the eval run starts."""
+    checked against the built dataset before the eval run starts. `n`: a number of examples,
+    `ALL` (the whole split, a model's registry `limit` notwithstanding) or None (the whole
+    split, or the registry's `limit` of a model that has one)."""
     import dagster as dg
 
     from sv_dagster.assets.evals import eval_asset_key
     from sv_dagster.core.envs import ENVS, env_by_id
-    from sv_dagster.core.eval_request import check_limit, check_models, check_split, split_sizes
+    from sv_dagster.core.eval_request import ALL, check_limit, check_models, check_split, split_sizes
     from sv_dagster.definitions import build_definitions
     from sv_dagster.training.catalog import load_models
 
@@ -524,10 +554,11 @@ def run_eval_command(
     if report.exists():  # else (an outputs root on another machine) the eval asset checks them
         sizes = split_sizes(report)
         check_split(split, sizes, f"dataset/{env.short}")
-        check_limit(n, split, sizes[split], f"dataset/{env.short}")
+        check_limit(None if n == ALL else n, split, sizes[split], f"dataset/{env.short}")
     keys = {eval_asset_key(env, registry[name]) for name in models}
     op_config = {
-        "limit": n,
+        "limit": None if n == ALL else n,
+        "all_examples": n == ALL,  # over a model's registry `limit` too
         "seed": seed,
         "split": split,
         "concurrency": concurrency,
@@ -876,7 +907,8 @@ def main(argv: list[str] | None = None) -> int:
         "--n",
         default=None,
         help="examples per model (a seeded subset), at most the split's size (more is an error); "
-        "'all' (the default) for the whole split",
+        "'all' for the whole split for every model; unset, the whole split except for a model whose "
+        "registry entry sets a `limit` for this environment (its N)",
     )
     evals.add_argument("--seed", type=int, default=42)
     evals.add_argument(

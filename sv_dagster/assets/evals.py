@@ -56,6 +56,11 @@ class EvalOptions(dg.Config):
         "more than the split holds is an error unless `cap_limit`.",
     )
     cap_limit: bool = Field(default=False, description="Take `limit` as a cap: a smaller split is evaluated whole.")
+    all_examples: bool = Field(
+        default=False,
+        description="Evaluate every example of the split, whatever the registry's `limit` for the model "
+        "(`--n all`); unset, a run without `limit` takes the registry's N for a limited model.",
+    )
     concurrency: int | None = Field(
         default=None, description="Parallel requests (default: the model's max_concurrency)."
     )
@@ -213,11 +218,14 @@ def evaluate_split(
     if trained and checkpoint is None:
         return None
     from sv_dagster.core.evals.evaluation import evaluate  # imports verifiers (~3 s): only when run
+    from sv_dagster.core.evals.references import label_prior
     from sv_dagster.core.models.cache import ResponseCache
 
     spec = models.spec(model.name).for_env(env.short)
+    if config.all_examples and config.limit is not None:
+        raise dg.Failure(description=f"limit {config.limit} and all_examples ask for different N; set one")
     limit = config.limit
-    if limit is None and (model_limit := spec.limit_for(env.short)) is not None:
+    if limit is None and not config.all_examples and (model_limit := spec.limit_for(env.short)) is not None:
         limit = min(model_limit, sizes[split])  # the registry's N for a slow model: a cap, never an error
         context.log.info(f"{spec.name}: {limit} of the {sizes[split]} {split} examples (the registry's limit)")
     # A re-execution (from failure, or of a killed run) continues its root run's folder.
@@ -239,6 +247,8 @@ def evaluate_split(
         dataset_info={
             "split": split,
             "split_size": sizes[split],
+            # The majority reference policy's label: train's (else dev's) majority, not the scored split's.
+            "label_prior": label_prior(dataset.files["metadata"], split) if env.reference else None,
             "sample": dataset.facts.get("sample", False),
             **({"user_file": dataset.facts["user_file"]} if dataset.facts.get("user_file") else {}),
         },

@@ -378,6 +378,7 @@ def dev_eval(
 ) -> dict[str, Any]:
     """A trained checkpoint on the dev split, right after its stage: what training settings are
     judged on. The test split is evaluated once, by the eval assets at the end of the chain."""
+    from sv_dagster.core.evals.references import label_prior
     from sv_dagster.training.evaluation import evaluate_checkpoint
 
     if "dev" not in dataset.files:
@@ -392,7 +393,11 @@ def dev_eval(
         max_tokens=training.eval_max_tokens,
         limit=training.dev_eval_limit,
         seed=training.seed if training.dev_eval_limit else None,
-        dataset_info={"split": "dev", "sample": dataset.facts.get("sample", False)},
+        dataset_info={
+            "split": "dev",
+            "sample": dataset.facts.get("sample", False),
+            "label_prior": label_prior(dataset.files["metadata"], "dev"),
+        },
     )
     ci = run.summary.get("ci95") or {}
     return {

@@ -65,10 +65,14 @@ def split_sizes(dataset_report: Path) -> dict[str, int]:
     return {name: int(size) for name, size in json.loads(dataset_report.read_text())["split_sizes"].items()}
 
 
-def parse_n(text: str) -> int | None:
-    """`--n`: a positive number of examples, or `all` (None: no limit)."""
-    if text.strip().lower() == "all":
-        return None
+ALL = "all"
+"""`--n all`: every example of the split, whatever a model's registry `limit` says."""
+
+
+def parse_n(text: str) -> int | str:
+    """`--n`: a positive number of examples, or `ALL` (the whole split, for every model)."""
+    if text.strip().lower() == ALL:
+        return ALL
     try:
         n = int(text)
     except ValueError:

@@ -116,28 +116,39 @@ def test_rescore_command_writes_a_new_folder(isolated: Path, capsys):
 
 
 def test_eval_command_runs_the_named_models_with_n_and_seed(isolated: Path, monkeypatch, capsys):
+    """`--n 7` and `--n all` both win over the served model's registry `limit` (5 for E1)."""
     from sv_dagster.cli import main
     from sv_env_network_logs import heuristic_reply
     from tests.support.openai_server import LoopbackOpenAIServer
     from tests.support.registry import loopback_registry
 
     with LoopbackOpenAIServer(lambda req: heuristic_reply(req["messages"][-1]["content"])) as server:
-        registry = loopback_registry(isolated / "models.yaml", server.base_url, name="loop-llm")
+        limited = "    limit: {e1: 5}\n"
+        registry = loopback_registry(isolated / "models.yaml", server.base_url, name="loop-llm", extra=limited)
         monkeypatch.setenv("SV_MODEL_REGISTRY", str(registry))
         assert main(["eval", "e1", "--models", "loop-llm heuristic", "--n", "7", "--seed", "3"]) == 0
         assert len(server.requests) == 7
-    out, err = capsys.readouterr()
+        out, err = capsys.readouterr()
+        assert main(["eval", "e1", "--models", "loop-llm", "--n", "all"]) == 0
+        asked = {request["messages"][-1]["content"] for request in server.requests}  # the 7 answered from the cache
     rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("heuristic ", "loop-llm "))}
     assert rows["heuristic"][1] == rows["loop-llm"][1] == "7"
     assert rows["heuristic"][2] == rows["loop-llm"][2]  # same replies, same seeded subset -> same accuracy
     instance = dg.DagsterInstance.get()
-    run, _dataset_run = instance.get_runs()  # newest first: the evals, after dataset/e1's own run
+    all_run, run, _dataset_run = instance.get_runs()  # newest first: --n all, the evals, dataset/e1's own run
     assert run.tags["sv/trigger"] == "eval-command"
     # Each eval's progress is in the run's event log, and on the console at the default INFO.
     messages = [entry.user_message for entry in instance.all_logs(run.run_id)]
     for model in ("heuristic", "loop-llm"):
         assert any(m.startswith(f"eval e1/{model}: 7/7 examples (100%), 0 errors, ") for m in messages), messages
     assert "eval e1/loop-llm: 7/7 examples (100%)" in err and "STEP_START" not in err, err[-3000:]
+    # --n all: the whole test split, not the registry's 5, and no subset note under the table.
+    all_out = capsys.readouterr().out
+    (row,) = [line.split() for line in all_out.splitlines() if line.startswith("loop-llm ")]
+    dataset = instance.get_latest_materialization_event(dg.AssetKey(["dataset", "e1"]))
+    test_size = dataset.asset_materialization.metadata["split_sizes"].value["test"]
+    assert int(row[1]) == len(asked) == test_size > 5 and all_run.is_success
+    assert "  loop-llm: " in all_out and "  loop-llm (" not in all_out
     assert main(["eval", "e1", "--models", "nope"]) == 2
 
 

@@ -64,6 +64,6 @@ def test_split_and_limit(tmp_path: Path):
 
 
 def test_n_is_a_positive_number_or_all():
-    assert parse_n("7") == 7 and parse_n("all") is None and parse_n("ALL") is None
+    assert parse_n("7") == 7 and parse_n("all") == parse_n("ALL") == "all"
     assert message(lambda: parse_n("0")) == "--n must be at least 1, not 0"
     assert message(lambda: parse_n("ten")) == "--n takes a number of examples or 'all', not 'ten'"

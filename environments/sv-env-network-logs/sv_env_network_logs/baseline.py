@@ -45,3 +45,9 @@ def heuristic_reply(prompt: str) -> str:
     """The baseline's completion for a rendered E1 prompt, as a JSON string."""
     label, confidence, rationale = classify_flow(parse_flow_question(prompt))
     return json.dumps({"label": label, "confidence": confidence, "rationale": rationale})
+
+
+def constant_reply(answer: str, *, confidence: float, request: str = "") -> str:
+    """A reference policy's reply: `answer` for every flow, in the answer schema, with the
+    confidence it is given (the answer's share of a label prior)."""
+    return json.dumps({"label": answer, "confidence": confidence, "rationale": f"reference policy: always {answer}"})

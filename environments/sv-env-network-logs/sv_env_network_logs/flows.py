@@ -68,8 +68,19 @@ def parse_flow_question(text: str) -> dict[str, Any]:
     """Read the flow fields back out of a rendered prompt (for rule baselines).
 
     Numbers come back as int/float, '-' as None; unknown lines are ignored, so it also
-    reads prompts from user datasets that follow the same `field: value` convention.
+    reads prompts from user datasets that follow the same `field: value` convention. Fields
+    no such line gives are read from the question's words (`flow_words`: "a TCP connection
+    to port 23 lasting 0.3 s").
     """
+    flow = _field_lines(text)
+    if len(flow) == len(FLOW_FIELDS):  # a rendered prompt states every field
+        return flow
+    from sv_env_network_logs.flow_words import parse_flow_words
+
+    return {**parse_flow_words(text), **flow}
+
+
+def _field_lines(text: str) -> dict[str, Any]:
     flow: dict[str, Any] = {}
     for line in (text or "").splitlines():
         match = _LINE.match(line)

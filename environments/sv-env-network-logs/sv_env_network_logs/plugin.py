@@ -1,12 +1,12 @@
 """E1 as the pipeline sees it (entry point `sv_dagster.environments`)."""
 
-from sv_env_network_logs.baseline import heuristic_reply
+from sv_env_network_logs.baseline import constant_reply, heuristic_reply
 from sv_env_network_logs.config import load_reward_settings
 from sv_env_network_logs.corpora import CORPORA
-from sv_env_network_logs.flows import FLOW_FIELD_NAMES, GOLD_LABELS, INT_LABELS, parse_flow_question
+from sv_env_network_logs.flows import FLOW_FIELD_NAMES, GOLD_LABELS, INT_LABELS, POSITIVE_LABEL, parse_flow_question
 from sv_env_network_logs.sft import SFT
 from sv_env_network_logs.synthetic_batch import SYNTHETIC
-from sv_shared.environment import Environment, LazyFunction, Row, common_row
+from sv_shared.environment import Environment, LazyFunction, ReferencePolicies, Row, common_row
 
 # Source port and duration vary between otherwise identical flows (a re-run of one connection).
 _NOT_IDENTITY = ("id.orig_p", "duration")
@@ -23,8 +23,9 @@ def canonical_flow(row: Row) -> str:
 
 def user_flow_row(row: Row) -> Row:
     """A user's row (the dataset's own shape is the common one): the flow fields the question
-    states as `field: value` lines are recorded in `info.flow`, so the results show what the
-    verifier and the rule baseline read from it."""
+    states, as `field: value` lines or in words ("a TCP connection to port 23 lasting 0.3 s,
+    0 bytes sent", `flow_words`), are recorded in `info.flow`, so the results show what the
+    rule baseline read from it. The question itself is kept as written: a model reads that."""
     out = common_row(row, GOLD_LABELS, INT_LABELS)
     flow = parse_flow_question(out["question"])
     if flow:
@@ -41,7 +42,8 @@ ENVIRONMENT = Environment(
     description="Network-flow anomaly detection (calibrated labels, abstention, asymmetric cost)",
     heuristic=heuristic_reply,
     parse=LazyFunction("sv_env_network_logs.taskset:parse_completion"),
-    positive_label="Malicious",
+    positive_label=POSITIVE_LABEL,
+    reference=ReferencePolicies(labels=GOLD_LABELS, positive=POSITIVE_LABEL, abstain="Abstain", reply=constant_reply),
     columns=(
         ("accuracy", "accuracy"),
         ("ECE", "ece"),
@@ -57,5 +59,6 @@ ENVIRONMENT = Environment(
     sft=SFT,
     canonical_text=canonical_flow,
     user_row=user_flow_row,
-    user_shapes='{"question": "<flow as field: value lines>", "answer": "Benign"|"Malicious"|0|1, "info"|"meta": {...}}',
+    user_shapes='{"question": "<flow as field: value lines, or in words>", "answer": "Benign"|"Malicious"|0|1, '
+    '"info"|"meta": {...}}',
 )

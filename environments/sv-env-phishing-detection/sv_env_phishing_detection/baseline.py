@@ -100,3 +100,9 @@ def heuristic_reply(prompt: str) -> str:
     """The baseline's completion for a rendered E4 prompt, as a JSON string."""
     label, confidence, evidence = classify_email(parse_email_question(prompt))
     return json.dumps({"label": label, "confidence": confidence, "evidence": evidence}, ensure_ascii=False)
+
+
+def constant_reply(answer: str, *, confidence: float, request: str = "") -> str:
+    """A reference policy's reply: `answer` for every email, in the answer schema, with no
+    evidence and the confidence it is given (the answer's share of a label prior)."""
+    return json.dumps({"label": answer, "confidence": confidence, "evidence": []})

@@ -3,13 +3,13 @@
 import re
 from typing import Any
 
-from sv_env_phishing_detection.baseline import heuristic_reply
+from sv_env_phishing_detection.baseline import constant_reply, heuristic_reply
 from sv_env_phishing_detection.config import load_reward_settings
 from sv_env_phishing_detection.corpora import CORPORA
 from sv_env_phishing_detection.emails import GOLD_LABELS, INT_LABELS
 from sv_env_phishing_detection.sft import SFT
 from sv_env_phishing_detection.synthetic_batch import SYNTHETIC
-from sv_shared.environment import Environment, LazyFunction, Row, common_row, detail
+from sv_shared.environment import Environment, LazyFunction, ReferencePolicies, Row, common_row, detail
 
 
 def canonical_email(row: Row) -> str:
@@ -55,6 +55,7 @@ ENVIRONMENT = Environment(
     heuristic=heuristic_reply,
     parse=LazyFunction("sv_env_phishing_detection.taskset:parse_completion"),
     positive_label="Phishing",
+    reference=ReferencePolicies(labels=GOLD_LABELS, positive="Phishing", abstain="Abstain", reply=constant_reply),
     summary_extra=evidence_summary,
     columns=(
         ("accuracy", "accuracy"),

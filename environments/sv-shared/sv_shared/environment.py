@@ -53,6 +53,30 @@ class LazyFunction:
 
 
 @dataclass(frozen=True)
+class ReferencePolicies:
+    """The trivial policies a labelling environment's tables show beside its models: always
+    abstain, always the positive label, always the majority label. Each reply is written by
+    `reply` in the environment's own answer format, so the scorer that scores the models
+    scores them, and a reader sees at once when answering does worse than not trying."""
+
+    labels: tuple[str, ...]
+    """The gold answers a row can have (the positive one among them)."""
+    positive: str
+    """The positive answer (the class a miss costs most on, or a refusal)."""
+    reply: Callable[..., str]
+    """`reply(answer, confidence=c, request=r) -> str`: the constant policy's reply to one
+    request, `r` the user prompt (or the conversation so far, when `takes_messages`); `c`
+    is the answer's share of the labels it is drawn from, where the format states one."""
+    abstain: str | None = None
+    """The answer that abstains; None where the environment has none (no always-abstain row)."""
+    takes_messages: bool = False
+    """`request` is the conversation (a list of messages), not the last user prompt."""
+    compare: str = "cost_weighted_accuracy"
+    """The summary key, higher is better, on which a model is read against the best
+    reference policy (`vs best ref` in the tables)."""
+
+
+@dataclass(frozen=True)
 class Environment:
     """One environment, as the pipeline sees it."""
 
@@ -125,6 +149,9 @@ class Environment:
     taskset's own parsers, so a kept row never fails to load later. None: no user files."""
     user_shapes: str = ""
     """The row shapes `user_row` accepts, in a few words, for the message on a bad row."""
+    reference: ReferencePolicies | None = None
+    """Labelling environments (and E6's refusals): the trivial policies scored beside every
+    model, in each eval's summary and table. None: no reference rows."""
 
 
 def reward(row: Row, name: str) -> float | None:

@@ -20,6 +20,7 @@ from sv_dagster.core.artifacts.paths import safe_path_part
 from sv_dagster.core.artifacts.provenance import file_sha256, package_versions
 from sv_dagster.core.artifacts.redaction import redact, redact_text
 from sv_dagster.core.envs import EnvSpec
+from sv_dagster.core.evals.references import rows_prior, score_references, versus_best
 from sv_dagster.core.evals.runner import (
     RESUMABLE_ERRORS,
     SUMMARY_DROP,
@@ -76,6 +77,7 @@ def evaluate(
     task_options: dict[str, Any] | None = None,
     observe: Callable[[dict[str, Any]], None] | None = None,
     progress: Callable[[RunCounts], None] | None = None,
+    reference_policies: bool = True,
 ) -> EvalRun:
     """Run the eval and write its artifacts. Every configuration problem (bad dataset,
     bad reward config, missing API key, unreachable endpoint or safety judge) raises
@@ -83,7 +85,10 @@ def evaluate(
     folder are kept and only the rest are run (an interrupted or re-executed run).
     `counterpart` is the model on the other side of a dialogue environment (E5's
     target); `task_options` are extra task-config fields (the tournament's updates).
-    `progress` is `run_eval`'s (e.g. a `core.progress.EvalProgress`)."""
+    `progress` is `run_eval`'s (e.g. a `core.progress.EvalProgress`). With `reference_policies`
+    (an environment that declares them), its trivial policies are scored on the same examples
+    (`core.evals.references`); the majority label is `dataset_info["label_prior"]`'s, else
+    the scored rows' own."""
     settings = env.reward_settings(reward_config)
     prices = prices or load_price_table()
     if cache is not None and model.backend not in LOCAL_BACKENDS and not env.withholds_unsafe:
@@ -151,7 +156,23 @@ def evaluate(
             progress=progress,
         )
     )
-    summary = summarize(env, read_results(results_path, drop=SUMMARY_DROP), settings)
+    rows = read_results(results_path, drop=SUMMARY_DROP)
+    summary = summarize(env, rows, settings)
+    if env.reference is not None and reference_policies:  # the trivial policies, same examples, same scorer
+        scored = {row["example_id"] for row in rows if row.get("error") is None}  # what the metrics cover
+        prior = (dataset_info or {}).get("label_prior") or rows_prior(rows, (dataset_info or {}).get("split", "?"))
+        summary["reference_policies"] = score_references(
+            env,
+            lambda: (
+                task
+                for task in env.iter_tasks(dataset_path, reward_config, limit, seed, task_options)
+                if task.key in scored
+            ),
+            settings,
+            run_dir,
+            prior,
+        )
+        summary["vs_best_reference"] = versus_best(summary, summary["reference_policies"])
     summary.update(run_id=run_id, env=env.env_id, model=model.name, sample=bool((dataset_info or {}).get("sample")))
     if (dataset_info or {}).get("user_file"):  # a user's own rows: the summary names the file, not SAMPLE
         summary["user_file"] = dataset_info["user_file"]
@@ -210,8 +231,8 @@ def rescore(
     current verifier (and `reward_config`), with no model calls. Writes a new eval folder
     beside the source, whose metadata names the run it re-scored."""
     source_meta = json.loads((source / "metadata.json").read_text())
-    dataset = source_meta["dataset"]["path"]
-    dataset_path = None if dataset == "bundled" else Path(dataset)
+    dataset = source_meta["dataset"]
+    dataset_path = None if dataset["path"] == "bundled" else Path(dataset["path"])
     settings = env.reward_settings(reward_config)
     tasks = {task.key: task for task in env.load_tasks(dataset_path, reward_config)}
     model = source_meta["model"]
@@ -234,14 +255,24 @@ def rescore(
             for row in read_results(source / "results.jsonl"):
                 task = tasks.get(row["example_id"])
                 if task is None:
-                    row.update(error=f"example {row['example_id']} not in {dataset}", error_kind="scoring", reward=None)
+                    row.update(
+                        error=f"example {row['example_id']} not in {dataset['path']}", error_kind="scoring", reward=None
+                    )
                 elif row.get("error_kind") not in RESUMABLE_ERRORS and row.get("completion") is not None:
                     await score_row(row, task, row["completion"], parse, model["model"])
                     await withhold_unsafe(task, row)
                 out.write(redact_text(json.dumps(row, default=str)) + "\n")
 
     asyncio.run(score_all())
-    summary = summarize(env, read_results(results_path, drop=SUMMARY_DROP), settings)
+    rows = read_results(results_path, drop=SUMMARY_DROP)
+    summary = summarize(env, rows, settings)
+    if env.reference is not None:  # played again on the source's examples, by the current verifier
+        scored = {row["example_id"] for row in rows if row.get("error") is None}
+        prior = dataset.get("label_prior") or rows_prior(rows, dataset.get("split", "?"))
+        summary["reference_policies"] = score_references(
+            env, lambda: (task for key, task in tasks.items() if key in scored), settings, run_dir, prior
+        )
+        summary["vs_best_reference"] = versus_best(summary, summary["reference_policies"])
     summary.update(
         run_id=run_id, env=env.env_id, model=model["name"], sample=bool(source_meta["dataset"].get("sample"))
     )

@@ -126,6 +126,7 @@ def run_tournament(
                     concurrency=concurrency,
                     dataset_info={"tournament_round": k, "sample": True},
                     task_options={"known_attacks": list(known)},
+                    reference_policies=False,  # the tournament's table shows rounds, not reference rows
                 )
             successes: list[tuple[str, list[int]]] = []
             refused: list[str] = []

@@ -23,12 +23,19 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-TABLE_SUFFIXES = {".parquet": "parquet", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv"}
+TABLE_SUFFIXES = {
+    ".parquet": "parquet",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "json",
+    ".csv": "csv",
+    ".log": "zeek",
+}
 MAX_TEXT_FILE_BYTES = 5_000_000
 MAX_REASONS = 1000
 """Malformed-row reasons kept verbatim (all are counted)."""
 META_COLUMNS = ("_file", "_line", "_split")
-TABLE_FORMATS = ("csv", "jsonl", "json", "parquet", "lines")
+TABLE_FORMATS = ("csv", "jsonl", "json", "parquet", "lines", "zeek")
 """Formats read as one table (`files` reads every file as one {path, text} row instead)."""
 
 
@@ -148,6 +155,82 @@ def _csv(source: Any, name: str, table: Table) -> pd.DataFrame:
     return frame
 
 
+ZEEK_MAX_LINE_CHARS = 100_000
+"""A Zeek log line longer than this is recorded as malformed, not split."""
+_ZEEK_NUMBERS = {"time": float, "interval": float, "double": float, "count": int, "int": int, "port": int}
+
+
+def _zeek_value(field_name: str, kind: str, raw: str) -> Any:
+    """One Zeek value by its `#types` entry; a ValueError names the field and the value."""
+    if kind in _ZEEK_NUMBERS:
+        try:
+            return _ZEEK_NUMBERS[kind](raw)
+        except ValueError:
+            raise ValueError(f"{field_name} is {raw[:40]!r}, not a {kind}") from None
+    if kind == "bool":
+        if raw not in ("T", "F"):
+            raise ValueError(f"{field_name} is {raw[:40]!r}, not T or F")
+        return raw == "T"
+    return raw
+
+
+def _zeek(blob: bytes, name: str, table: Table) -> pd.DataFrame:
+    """A Zeek log (conn.log, dns.log, ...): Zeek's tab-separated format, its columns named by
+    the `#fields` header and typed by `#types` (numbers, `T`/`F`), `#unset_field` (`-`) read
+    as null and `#empty_field` (`(empty)`) as ""; or Zeek's JSON output, one object per line,
+    told apart by the first non-blank byte. A line with the wrong number of fields or a value
+    that is not its type is recorded with file:line and left out."""
+    if blob[:4096].lstrip()[:1] == b"{":  # Zeek's JSON output
+        return _jsonl(io.BytesIO(blob), name, table)
+    try:
+        text = blob.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CorpusError(f"{name}: not UTF-8 text ({exc})") from exc
+    separator, unset, empty = "\t", "-", "(empty)"
+    fields: list[str] = []
+    types: list[str] = []
+    records, lines, bad = [], [], []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        if len(line) > ZEEK_MAX_LINE_CHARS:
+            bad.append(f"{name}:{number}: line longer than {ZEEK_MAX_LINE_CHARS:,} characters")
+            continue
+        if line.startswith("#"):
+            key, _, value = line[1:].partition(" " if line.startswith("#separator") else separator)
+            if key == "separator":
+                separator = value.strip().encode("ascii", "replace").decode("unicode_escape") or "\t"
+            elif key == "unset_field":
+                unset = value
+            elif key == "empty_field":
+                empty = value
+            elif key == "fields":
+                fields = value.split(separator)
+            elif key == "types":
+                types = value.split(separator)
+            continue
+        if not fields:
+            raise CorpusError(f"{name}:{number}: a Zeek log row before any #fields header (not a Zeek log?)")
+        values = line.split(separator)
+        if len(values) != len(fields):
+            bad.append(f"{name}:{number}: expected {len(fields)} fields, got {len(values)}")
+            continue
+        try:
+            row = {
+                field_name: None if raw == unset else "" if raw == empty else _zeek_value(field_name, kind, raw)
+                for field_name, kind, raw in zip(fields, types + ["string"] * (len(fields) - len(types)), values)
+            }
+        except ValueError as exc:
+            bad.append(f"{name}:{number}: {exc}")
+            continue
+        records.append(row)
+        lines.append(number)
+    table.add_malformed(bad)
+    frame = pd.DataFrame.from_records(records, columns=fields or None) if records else pd.DataFrame()
+    frame["_line"] = np.asarray(lines, dtype=np.int64)
+    return frame
+
+
 def _parquet(source: Any, name: str) -> pd.DataFrame:
     try:
         frame = pd.read_parquet(source)
@@ -166,6 +249,8 @@ def read_table_bytes(kind: str, blob: bytes, name: str, table: Table, json_key: 
         return _lines(blob, name, table)
     if kind == "csv":
         return _csv(io.BytesIO(blob), name, table)
+    if kind == "zeek":
+        return _zeek(blob, name, table)
     return _parquet(io.BytesIO(blob), name)
 
 
@@ -179,6 +264,8 @@ def _read_file(path: Path, kind: str, name: str, table: Table, json_key: str | N
         return _lines(path.read_bytes(), name, table)
     if kind == "csv":
         return _csv(str(path), name, table)
+    if kind == "zeek":
+        return _zeek(path.read_bytes(), name, table)
     return _parquet(path, name)
 
 
@@ -280,7 +367,7 @@ def read_location(
         if kind is None:
             raise CorpusError(
                 f"{display}: unsupported file type {path.suffix!r} "
-                "(use .parquet, .jsonl, .json, .csv, .txt, a .zip or a folder)"
+                "(use .parquet, .jsonl, .json, .csv, .txt, .log (Zeek), a .zip or a folder)"
             )
         frame = _read_file(path, kind, display, table, json_key)
         frame["_file"] = display
