@@ -156,6 +156,16 @@ def parse_email_question(text: Any) -> dict[str, Any]:
     return normalize_email(raw)[0]
 
 
+_DIGITS = re.compile(r"\d+")
+
+
+def canonical_text(email: Mapping[str, Any]) -> str:
+    """Subject and body, digits masked: what makes two emails the same example (the same
+    email with another sender, link, order or invoice number is). The leakage check and the
+    corpus's near-duplicate filter compare this."""
+    return _DIGITS.sub("0", f"{email.get('subject') or ''}\n{email.get('body') or ''}")
+
+
 _ADDRESS = re.compile(r"[\w.+'-]+@([\w-]+(?:\.[\w-]+)+)", re.UNICODE)
 
 

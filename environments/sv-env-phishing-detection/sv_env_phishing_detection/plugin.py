@@ -6,18 +6,17 @@ from typing import Any
 from sv_env_phishing_detection.baseline import heuristic_reply
 from sv_env_phishing_detection.config import load_reward_settings
 from sv_env_phishing_detection.corpora import CORPORA
-from sv_env_phishing_detection.emails import GOLD_LABELS, INT_LABELS
+from sv_env_phishing_detection.emails import GOLD_LABELS, INT_LABELS, canonical_text
 from sv_env_phishing_detection.sft import SFT
 from sv_env_phishing_detection.synthetic_batch import SYNTHETIC
 from sv_shared.environment import Environment, LazyFunction, Row, common_row, detail
 
 
 def canonical_email(row: Row) -> str:
-    """Subject and body, digits masked: the same email with another sender, link, order or
-    invoice number is the same example."""
+    """Subject and body, digits masked (`emails.canonical_text`): the same email with another
+    sender, link, order or invoice number is the same example."""
     email = (row.get("info") or {}).get("email") or {}
-    text = f"{email.get('subject') or ''}\n{email.get('body') or ''}" if email else str(row.get("question") or "")
-    return re.sub(r"\d+", "0", text)
+    return canonical_text(email) if email else re.sub(r"\d+", "0", str(row.get("question") or ""))
 
 
 def evidence_summary(rows: list[Row], summary: dict[str, Any]) -> dict[str, Any]:
