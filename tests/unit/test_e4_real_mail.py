@@ -1,12 +1,13 @@
 """E4 on mail as mail corpora store it: the email package's reading of raw RFC 822 messages
 (HTML as text, links, attachments, encoded headers, odd charsets), and the corpus normaliser's
-caps, near-duplicate filter and rejects."""
+caps, near-duplicate filter and rejects; false alarms per corpus group in the summary."""
 
 from __future__ import annotations
 
 import pandas as pd
 
 from sv_env_phishing_detection.corpora import eml
+from sv_env_phishing_detection.plugin import evidence_summary
 from sv_env_phishing_detection.rfc822 import eml_fields
 from sv_shared.corpora import LabelSpec, SourceSpec
 
@@ -126,3 +127,26 @@ def test_the_normaliser_caps_bodies_and_links_and_leaves_near_duplicates_out() -
     ]
     without = eml(_spec(), frame)  # no caps, no near-duplicate filter
     assert without.n_filtered == 0 and len(without.items) == 4
+
+
+def test_false_alarms_are_counted_per_corpus_group() -> None:
+    def row(group: str | None, gold: str, said: str, error: str | None = None) -> dict:
+        details = {"evidence": {}} | ({"group": group} if group else {})
+        return {"answer": gold, "parsed": {"label": said}, "details": details, "error": error}
+
+    rows = [
+        row("hard_ham", "Legitimate", "Phishing"),
+        row("hard_ham", "Legitimate", "Legitimate"),
+        row("hard_ham", "Legitimate", "Abstain"),  # no alarm
+        row("hard_ham", "Legitimate", "Phishing", error="timeout"),  # not scored
+        row("easy_ham", "Legitimate", "Legitimate"),
+        row("spam", "Phishing", "Legitimate"),  # a miss, not a false alarm
+        row(None, "Legitimate", "Phishing"),  # no group: the bundled sample
+    ]
+    summary = evidence_summary(rows, {"mean_rewards": {}})
+    assert summary["false_alarms_by_group"] == {
+        "easy_ham": {"n": 1, "false_alarms": 0, "fpr": 0.0},
+        "hard_ham": {"n": 3, "false_alarms": 1, "fpr": 1 / 3},
+    }
+    assert summary["hard_ham_fpr"] == 1 / 3 and summary["n_hard_ham"] == 3
+    assert evidence_summary(rows[4:], {"mean_rewards": {}})["hard_ham_fpr"] is None
