@@ -1,16 +1,40 @@
-"""E4 on mail as mail corpora store it: the email package's reading of raw RFC 822 messages
-(HTML as text, links, attachments, encoded headers, odd charsets), and the corpus normaliser's
-caps, near-duplicate filter and rejects; false alarms per corpus group in the summary."""
+"""E4 on mail as people and mail corpora write it: a raw RFC 822 message given as a user row's
+`question` is read as headers and body, so the heuristic and the tasks score its body; the
+email package's reading of bodies (HTML as text, links, attachments, encoded headers); the
+corpus normaliser's caps, near-duplicate filter and rejects; false alarms per corpus group
+in the summary."""
 
 from __future__ import annotations
 
-import pandas as pd
+import json
+from pathlib import Path
 
+import pandas as pd
+import pytest
+
+from sv_dagster.core.data.corpora.build import build_user_dataset
+from sv_dagster.core.data.user_dataset import read_user_rows
+from sv_dagster.core.envs import ENVS
 from sv_env_phishing_detection.corpora import eml
+from sv_env_phishing_detection.emails import render_email_question
 from sv_env_phishing_detection.plugin import evidence_summary
-from sv_env_phishing_detection.rfc822 import eml_fields
+from sv_env_phishing_detection.rfc822 import eml_fields, looks_like_rfc822
 from sv_shared.corpora import LabelSpec, SourceSpec
 
+# Rows as someone exporting their own mailbox would write them: the raw message (CRLF line
+# ends, a folded header, an mbox separator), the label, and their own metadata.
+QUOTA = (
+    "Return-Path: <servicedesk@univ-mail.example.edu>\r\n"
+    "From: IT Service Desk <servicedesk@univ-mail.example.edu>\r\n"
+    "To: staff@univ.example.edu\r\n"
+    "Subject: Mailbox quota notice for\r\n"
+    " all staff accounts\r\n"
+    "Date: Tue, 4 Mar 2025 08:12:00 +0000\r\n"
+    "Content-Type: text/plain; charset=utf-8\r\n"
+    "\r\n"
+    "Dear user,\r\n\r\nYour mailbox has exceeded its quota and will be deactivated.\r\n"
+    "Verify your password within 24 hours at http://bit.ly/3xQuota to keep your messages.\r\n"
+)
 HTML_ONLY = (
     "From mailer@notices.example.com  Mon Mar  3 10:00:00 2025\n"
     "From: Account Notices <mailer@notices.example.com>\n"
@@ -32,6 +56,71 @@ HTML_ONLY = (
     "TVqQAAMAAAAEAAAA\n"
     "--b1--\n"
 )
+LUNCH = (
+    "From: Dana Whitfield <dana@example.org>\n"
+    "To: Sam Ortiz <sam@example.org>\n"
+    "Subject: Lunch on Friday\n"
+    "\n"
+    "Hi Sam, are we still on for lunch on Friday? The new place on Elm Street opens at noon.\n"
+)
+
+
+def test_raw_rfc822_questions_are_scored_on_their_bodies(tmp_path: Path) -> None:
+    path = tmp_path / "my-mail.jsonl"
+    rows = [
+        {"question": QUOTA, "answer": "Phishing", "meta": {"folder": "reported"}},
+        {"question": HTML_ONLY, "answer": 1, "meta": {"folder": "reported"}},
+        {"question": LUNCH, "answer": "legitimate", "meta": {"folder": "inbox"}},
+    ]
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    user = read_user_rows("e4", path)
+    assert not user.rejects and len(user.rows) == 3
+    build_user_dataset("e4", user, tmp_path / "dataset")
+    env = ENVS["e4"]
+    tasks = list(env.iter_tasks(tmp_path / "dataset" / "test.jsonl", None))
+    emails = [task.data.info["email"] for task in tasks]
+    assert "Verify your password within 24 hours" in emails[0]["body"]
+    assert emails[0]["subject"] == "Mailbox quota notice for all staff accounts"
+    assert emails[1]["subject"] == "Action required \u2013 your account"
+    assert emails[1]["body"] == (
+        "We could not process your payment & your access is on hold.\n\nPlease confirm your login to restore it."
+    )
+    assert emails[1]["links"] == ["https://paypa1.com/billing"] and emails[1]["attachments"] == ["invoice.pdf.exe"]
+    assert emails[2]["body"].startswith("Hi Sam, are we still on for lunch")
+    assert all("email read from a raw RFC 822 message" in task.data.info["notes"] for task in tasks)
+    assert tasks[0].data.info["folder"] == "reported"  # the user's own metadata is kept
+    replies = [json.loads(env.heuristic(task.data.prompt_text)) for task in tasks]
+    assert [reply["label"] for reply in replies] == ["Phishing", "Phishing", "Legitimate"]
+    # The phishing cues of the first email are only in its body; the evidence quotes it.
+    assert {"bit.ly", "within 24 hours", "Verify your password"} <= set(replies[0]["evidence"])
+    assert "paypa1.com" in replies[1]["evidence"] and "invoice.pdf.exe" in replies[1]["evidence"]
+    for task, reply in zip(tasks, replies, strict=True):
+        scores = task.reward_values(json.dumps(reply))
+        assert scores["accuracy"] == 1.0 and scores["evidence"] == 1.0
+
+
+def test_the_heuristic_reads_a_raw_message_given_to_it_directly() -> None:
+    reply = json.loads(ENVS["e4"].heuristic(QUOTA))
+    assert reply["label"] == "Phishing" and "Verify your password" in reply["evidence"]
+
+
+@pytest.mark.parametrize(
+    ("text", "raw"),
+    [
+        (QUOTA, True),
+        (HTML_ONLY, True),  # after an mbox `From ` line
+        ("Received: from mx.example.org\n\tby mail.example.org\nMessage-ID: <1@x>\n", True),  # headers only
+        ("Subject: hi\n\nbody", True),
+        (render_email_question({"from": "a@b.c", "subject": "hi", "body": "hello"}), False),
+        ("From: a@b.c\nSubject: hi\nBody:\nhello", False),  # the rendered layout, without its intro line
+        ("Dear customer,\n\nyour account is locked.", False),
+        ("X-Custom: 1\n\nbody", False),  # no mail header
+        ("Note: remember the milk\n\nand eggs", False),
+        ("", False),
+    ],
+)
+def test_what_counts_as_a_raw_message(text: str, raw: bool) -> None:
+    assert looks_like_rfc822(text) is raw
 
 
 def test_an_html_only_message_is_read_as_text_with_its_links_and_attachments() -> None:

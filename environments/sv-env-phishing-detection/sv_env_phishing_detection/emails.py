@@ -123,6 +123,24 @@ def render_email_question(email: Mapping[str, Any]) -> str:
 _HEADER_LINE = re.compile(r"^([A-Za-z-]+):[ \t]?(.*)$")
 
 
+def email_from_question(text: Any) -> tuple[dict[str, Any], list[str]]:
+    """(email, notes) of a question: a raw RFC 822 message as people write one (headers, a
+    blank line, the body; `rfc822.looks_like_rfc822`) is read with the email package, in a
+    bounded worker; anything else as a rendered prompt (`parse_email_question`). Never raises."""
+    from sv_env_phishing_detection.rfc822 import looks_like_rfc822, rfc822_email
+
+    raw = clean_text(text, MAX_QUESTION_CHARS)
+    if looks_like_rfc822(raw):
+        fields, notes = rfc822_email(raw)
+        email, more = normalize_email(fields)
+        return email, ["email read from a raw RFC 822 message", *notes, *more]
+    return parse_email_question(raw), ["email parsed from the prompt"]
+
+
+MAX_QUESTION_CHARS = 1_000_000
+"""Characters of a question read as a raw message (a message's attachments ride along)."""
+
+
 def parse_email_question(text: Any) -> dict[str, Any]:
     """Read an email back out of a rendered prompt (for baselines and for datasets that
     ship only the prompt). Headers are read up to the `Body:` line; everything after it

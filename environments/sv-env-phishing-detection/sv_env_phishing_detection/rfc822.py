@@ -4,7 +4,9 @@
 To and Subject, the text body (the plain part, else the HTML part converted to text), the
 links (URLs in the text and the HTML's `href`s) and the attachments' file names. The email
 package's header parser is super-linear on some hostile headers, so `parse_rfc822` runs it in
-a worker process with a size cap and a deadline (`sv_shared.bounded`).
+a worker process with a size cap and a deadline (`sv_shared.bounded`). `looks_like_rfc822`
+tells a raw message from the project's rendered prompt, so a user's row that carries a raw
+email as its question is read as one.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from email.header import decode_header, make_header
 from html.parser import HTMLParser
 from typing import Any
 
-from sv_shared.bounded import check_size, run_bounded
+from sv_shared.bounded import InputRefused, ParserFailed, check_size, run_bounded
 
 MAX_EML_CHARS = 30_000_000
 """Largest RFC 822 message read (mail systems refuse messages over 25 MB)."""
@@ -29,6 +31,13 @@ addresses take seconds), and no cheap pre-check rules that out."""
 MAX_LINKS = 50
 
 _URL = re.compile(r"https?://[^\s<>\"')\]]+", re.IGNORECASE)
+_FIELD = re.compile(r"^[!-9;-~]+:")
+"""An RFC 5322 header line: a field name of printable ASCII without ':' or spaces, then ':'."""
+MAIL_HEADERS = frozenset(
+    ("from", "to", "subject", "date", "received", "return-path", "message-id", "mime-version", "reply-to", "cc")
+)
+"""Fields whose presence says a header block is an email's (one of them is required)."""
+HEADER_LINES_CHECKED = 500
 
 
 def links_in(*texts: str) -> list[str]:
@@ -175,3 +184,44 @@ def parse_rfc822(text: str) -> dict[str, Any]:
     ParserFailed (the email package raised)."""
     check_size(text, MAX_EML_CHARS, "email")
     return run_bounded(f"{__name__}:eml_fields", text, deadline_s=EML_DEADLINE_S, what="email")
+
+
+def looks_like_rfc822(text: str) -> bool:
+    """Whether `text` is a raw message: a header block (field lines and their folded
+    continuations, optionally after an mbox `From ` line) holding at least one mail header
+    such as From, To or Subject, ended by a blank line or the end of the text. The project's
+    rendered prompt is not (its intro line, `- link` lines and `Body:` line are no headers)."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    if lines and lines[0].startswith("From ") and not lines[0].startswith("From :"):
+        lines = lines[1:]  # the mbox separator line
+    seen_mail_header = False
+    for number, line in enumerate(lines):
+        if not line.strip():
+            return seen_mail_header and number > 0
+        if number >= HEADER_LINES_CHECKED:
+            return seen_mail_header
+        if line[0] in " \t" and number > 0:
+            continue  # a folded header line
+        if not _FIELD.match(line):
+            return False
+        name = line.split(":", 1)[0].casefold()
+        if name == "body":
+            return False
+        seen_mail_header = seen_mail_header or name in MAIL_HEADERS
+    return seen_mail_header
+
+
+def rfc822_email(text: str) -> tuple[dict[str, Any], list[str]]:
+    """(raw email fields, notes) of a raw message; never raises. A message the parser
+    refuses or fails on keeps its text after the header block as the body (with a note)."""
+    try:
+        return parse_rfc822(text), []
+    except (InputRefused, ParserFailed) as exc:
+        head, _, body = text.replace("\r\n", "\n").partition("\n\n")
+        fields: dict[str, Any] = {"body": body, "links": links_in(body)}
+        for line in head.split("\n"):
+            name, colon, value = line.partition(":")
+            key = {"from": "from", "reply-to": "reply_to", "to": "to", "subject": "subject"}.get(name.casefold())
+            if colon and key and key not in fields:
+                fields[key] = value.strip()
+        return fields, [f"email headers read without the email package ({exc})"[:300]]

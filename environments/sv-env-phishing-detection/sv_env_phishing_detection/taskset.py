@@ -18,6 +18,7 @@ from sv_env_phishing_detection.emails import (
     INT_LABELS,
     LABELS,
     SYSTEM_PROMPT,
+    email_from_question,
     normalize_email,
     parse_email_question,
     render_email_question,
@@ -278,8 +279,7 @@ class PhishingTaskset(vf.Taskset[PhishingTask, PhishingTasksetConfig]):
                 prompt = render_email_question(email)
             else:
                 original = len(example.question)
-                email = parse_email_question(example.question)
-                notes = ["email parsed from the prompt"]
+                email, notes = email_from_question(example.question)
                 prompt = render_email_question(email)
                 if original > len(prompt) + 1000:
                     notes.append(f"prompt cut from {original} characters")
