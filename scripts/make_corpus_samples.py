@@ -908,7 +908,7 @@ def commit_rows() -> list[dict[str, Any]]:
     return rows
 
 
-# --- E4: Enron ham, APWG reports (.eml), the Kaggle phishing CSV ------------------------------
+# --- E4: SpamAssassin (raw messages), Enron ham, APWG reports (.eml), the Kaggle phishing CSV -------
 
 HAM_SUBJECTS = [
     (
@@ -1053,6 +1053,112 @@ def apwg_rows() -> list[dict[str, Any]]:
             text = "\n".join(headers) + f"\n\nDear customer,\n\n{body}\n\n{url}\n\n{brand} Security Team\n"
         rows.append({"path": f"reports/2024-01/apwg-report-{i:04d}.eml", "text": text})
     return rows
+
+
+HARD_HAM = [
+    (
+        "The Motley Fool <Fool@motleyfool.example.com>",
+        "Personal Finance: Resolutions You Can Keep",
+        "FREE REPORT: start the year right. Act now, this offer ends Friday.\nClaim your copy: "
+        "http://www.motleyfool.example.com/offer/2002?source=nl\nTo unsubscribe, reply with REMOVE.",
+    ),
+    (
+        "Travelocity <deals@travelocity.example.com>",
+        "Fare Watcher: prices dropped on your routes",
+        "<html><body><h1>Fare Watcher</h1><p>Your fares dropped! <b>Book today</b> before seats sell out.</p>"
+        '<p><a href="http://www.travelocity.example.com/fares?id=99">See all fares</a></p></body></html>',
+    ),
+    (
+        "ZDNet Tech Update <newsletters@zdnet.example.com>",
+        "Tech Update: 10 security patches you must install",
+        "This week: critical updates for your mail server. Special offer for subscribers: 30% off the "
+        "security handbook, today only. http://www.zdnet.example.com/handbook",
+    ),
+    (
+        "Lands' End <catalog@landsend.example.com>",
+        "Winter sale: 40% off outerwear this weekend",
+        "Our biggest sale of the season starts now. Free shipping on orders over $75. "
+        "Shop the sale: http://www.landsend.example.com/sale",
+    ),
+    (
+        "United Mileage Plus <mileageplus@united.example.com>",
+        "Your statement: 12,400 miles, bonus offer inside",
+        "Earn 5,000 bonus miles when you book by January 31. Your current balance and recent activity "
+        "are below. http://www.united.example.com/statement",
+    ),
+    (
+        "eBay <newsletter@ebay.example.com>",
+        "Items you watched are ending soon",
+        "<html><body><p>Hurry! Three items on your watch list end in 24 hours.</p>"
+        '<p><a href="http://cgi.ebay.example.com/watch">View your watch list</a></p></body></html>',
+    ),
+]
+
+
+def _mbox_message(sender: str, to: str, subject: str, date: str, body: str, extra: list[str]) -> str:
+    """A message as the SpamAssassin corpus stores one: the mbox `From ` line, headers, body."""
+    address = sender.split("<")[-1].rstrip(">")
+    html = body.startswith("<html>")
+    headers = [
+        f"From {address}  {date[5:16]} 12:00:00 2002",
+        f"Return-Path: <{address}>",
+        f"From: {sender}",
+        f"To: {to}",
+        f"Subject: {subject}",
+        f"Date: {date}",
+        "MIME-Version: 1.0",
+        *extra,
+        f'Content-Type: text/{"html" if html else "plain"}; charset="us-ascii"',
+    ]
+    return "\n".join(headers) + f"\n\n{body}\n"
+
+
+def spamassassin_rows() -> dict[str, list[dict[str, Any]]]:
+    """SpamAssassin's layout: one raw message per file under data/<group>-<n>/, {path, text}
+    rows per group (easy ham, hard ham: marketing a person asked for, spam)."""
+    rng = random.Random(2002)
+    easy = []
+    for i, (subject, message) in enumerate(HAM_SUBJECTS):
+        date = f"Thu, {i + 1:02d} Aug 2002 10:{i:02d}:00 -0500"
+        text = _mbox_message(
+            f"Staff {i} <staff{i}@corp.example.com>",
+            "team@corp.example.com",
+            subject,
+            date,
+            f"{message}\n\n-- \nlist archive: http://lists.example.com/archive/{rng.randint(100, 999)}",
+            ["List-Id: <team.corp.example.com>"],
+        )
+        easy.append({"path": f"data/easy-ham-1/{i + 1:05d}.sample.txt", "text": text})
+    hard = [
+        {
+            "path": f"data/hard-ham-1/{i + 1:05d}.sample.txt",
+            "text": _mbox_message(
+                sender, "reader@home.example.com", subject, f"Wed, {i + 2:02d} Jan 2002 08:00:00 -0500", body, []
+            ),
+        }
+        for i, (sender, subject, body) in enumerate(HARD_HAM)
+    ]
+    spam = []
+    for i, (subject, message) in enumerate([*SPAM, *LURES]):
+        host = rng.choice(["deals-online.example.biz", "account-verify.example.info", "bestprice.example.net"])
+        body = f"{message}\nhttp://{host}/{rng.randint(1000, 9999)}\n\nTo be removed from this list reply REMOVE."
+        extra = ["X-Mailer: Mass Mailer 3.1"]
+        if i % 3 == 0:  # an RFC 2047 subject, as much of the corpus's spam has
+            subject = "=?iso-8859-1?Q?" + subject.replace(" ", "_") + "?="
+        spam.append(
+            {
+                "path": f"data/spam-{1 + i % 2}/{i + 1:05d}.sample.txt",
+                "text": _mbox_message(
+                    f"Offers <offers@{host}>",
+                    "undisclosed-recipients:;",
+                    subject,
+                    f"Mon, {i + 5:02d} Aug 2002 07:21:03 +0000",
+                    body,
+                    extra,
+                ),
+            }
+        )
+    return {"easy_ham": easy, "hard_ham": hard, "spam": spam}
 
 
 KAGGLE_SAFE = [
@@ -1365,6 +1471,8 @@ def main() -> None:
     write_jsonl("enron_ham.sample.jsonl", enron_rows())
     write_jsonl("apwg_phishing.sample.jsonl", apwg_rows())
     write_csv("zefang_phishing.sample.csv", ["", "Email Text", "Email Type"], zefang_rows())
+    for group, rows in spamassassin_rows().items():
+        write_jsonl(f"spamassassin_{group}.sample.jsonl", rows)
     header = ["Index", "Goal", "Target", "Behavior", "Category", "Source"]
     write_csv("jbb_behaviors.harmful.sample.csv", header, jbb_rows(JBB_HARMFUL))
     write_csv("jbb_behaviors.benign.sample.csv", header, jbb_rows(JBB_BENIGN))

