@@ -3,7 +3,7 @@ rewards, append one JSON line per example as it finishes.
 
 A failed model call or a scoring error is recorded on its example (reward `null`, error
 text) and the run goes on; such examples are unscored, never counted as wrong answers.
-Every row passes the one redaction step (`core.redaction`) on its way to disk.
+Every row passes the one redaction step (`core.artifacts.redaction`) on its way to disk.
 """
 
 from __future__ import annotations
