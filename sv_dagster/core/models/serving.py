@@ -478,7 +478,9 @@ def batching_generate_manager(
                 from transformers import DynamicCache
 
                 cache = DynamicCache(config=model.config)
-                model(input_ids=rows[0][None, :shared], past_key_values=cache, use_cache=True)
+                # Only the cache is wanted: no logits for the prefix (a vocabulary-wide matmul per token).
+                keep = {"logits_to_keep": 1} if model._supports_logits_to_keep() else {}
+                model(input_ids=rows[0][None, :shared], past_key_values=cache, use_cache=True, **keep)
                 cache.batch_repeat_interleave(len(rows))
                 kwargs["past_key_values"] = cache
             sequences = model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
