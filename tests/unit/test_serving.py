@@ -297,7 +297,7 @@ def test_served_replies_are_cached_under_the_checkpoint_that_gave_them(tiny: Pat
 def test_pad_batch_keeps_the_shared_prefix_in_place_and_right_aligns_the_rest() -> None:
     import torch
 
-    from sv_dagster.core.models.serving import pad_batch
+    from sv_dagster.core.models.batching import pad_batch
 
     rows = [torch.tensor([1, 2, 3, 4, 5]), torch.tensor([1, 2, 3, 9])]
     masks = [torch.ones(5, dtype=torch.long), torch.ones(4, dtype=torch.long)]
@@ -311,7 +311,8 @@ def test_concurrent_requests_share_one_generate_and_get_their_one_at_a_time_repl
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer, GenerationConfig
 
-    from sv_dagster.core.models.serving import batching_generate_manager, shared_prefix
+    from sv_dagster.core.models.batching import shared_prefix
+    from sv_dagster.core.models.serving import batching_generate_manager
 
     tokenizer = AutoTokenizer.from_pretrained(tiny)
     model = AutoModelForCausalLM.from_pretrained(tiny, dtype=torch.float32).eval()

@@ -57,6 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sv_dagster.core.models.batching import pad_batch, prefill_shared, shared_prefix
 from sv_dagster.core.models.completion import BackendUnavailable
 
 if TYPE_CHECKING:
@@ -71,8 +72,6 @@ GATHER_S = 0.05
 """How long a batch waits for one more request after the last arrived: HTTP requests of
 one burst reach the server a few milliseconds apart, a generate call takes seconds."""
 GATHER_MAX_S = 0.5
-MIN_SHARED_PREFIX = 32
-"""Leading tokens all prompts of a batch must share for them to be computed once."""
 LOG_TAIL_LINES = 5
 
 
@@ -475,14 +474,7 @@ def batching_generate_manager(
             shared = shared_prefix(rows, model, gen_config)
             input_ids, attention_mask = pad_batch(rows, masks, pad, shared)
             if shared:
-                from transformers import DynamicCache
-
-                cache = DynamicCache(config=model.config)
-                # Only the cache is wanted: no logits for the prefix (a vocabulary-wide matmul per token).
-                keep = {"logits_to_keep": 1} if model._supports_logits_to_keep() else {}
-                model(input_ids=rows[0][None, :shared], past_key_values=cache, use_cache=True, **keep)
-                cache.batch_repeat_interleave(len(rows))
-                kwargs["past_key_values"] = cache
+                kwargs["past_key_values"] = prefill_shared(model, rows[0][:shared], len(rows))
             sequences = model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
         width = input_ids.shape[1]
         results = []
@@ -494,46 +486,6 @@ def batching_generate_manager(
         return results
 
     return BatchingGenerateManager()
-
-
-def shared_prefix(rows: list[Any], model: Any, gen_config: Any) -> int:
-    """How many leading tokens every prompt of a batch shares (an eval's prompts share their
-    system prompt), when that is worth computing once: at least MIN_SHARED_PREFIX tokens, a
-    model whose every layer is attention with the default cache (mid-sequence padding is
-    then only masked out). 0 otherwise. At least one token of each prompt is left to run."""
-    if len(rows) < 2 or gen_config.cache_implementation is not None or gen_config.use_cache is False:
-        return 0
-    if not model._supports_default_dynamic_cache():
-        return 0
-    layer_types = getattr(model.config, "layer_types", None) or ()
-    if set(layer_types) - {"full_attention", "sliding_attention"}:
-        return 0
-    shortest = min(len(row) for row in rows)
-    first = rows[0][:shortest]
-    shared = shortest
-    for row in rows[1:]:
-        differ = (row[:shortest] != first).nonzero()
-        if len(differ):
-            shared = min(shared, int(differ[0]))
-    shared = min(shared, shortest - 1)
-    return shared if shared >= MIN_SHARED_PREFIX else 0
-
-
-def pad_batch(rows: list[Any], masks: list[Any], pad: int, shared: int = 0) -> tuple[Any, Any]:
-    """The rows as one batch: left-padded, or with `shared` leading tokens kept in place and
-    the rest of each row right-aligned after them (the padding between is masked; position
-    ids follow the mask, so every row's tokens keep the positions they have alone)."""
-    import torch
-
-    width = shared + max(len(row) - shared for row in rows)
-    device = rows[0].device
-    input_ids = torch.full((len(rows), width), pad, dtype=rows[0].dtype, device=device)
-    attention_mask = torch.zeros((len(rows), width), dtype=masks[0].dtype, device=device)
-    for i, (row, mask) in enumerate(zip(rows, masks)):
-        input_ids[i, :shared], attention_mask[i, :shared] = row[:shared], mask[:shared]
-        tail = len(row) - shared
-        input_ids[i, width - tail :], attention_mask[i, width - tail :] = row[shared:], mask[shared:]
-    return input_ids, attention_mask
 
 
 def lenient_parse(parse: Callable[..., Any]) -> Callable[..., Any]:
