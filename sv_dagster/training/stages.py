@@ -480,11 +480,12 @@ def _counterpart(checkpoint: str | None):
 
 def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[str, Any]:
     from datasets import Dataset
-    from trl import GRPOConfig, GRPOTrainer
+    from trl import GRPOConfig
 
     from sv_dagster.training.dialogue_rollouts import DialogueRollouts, dialogue_rows, is_dialogue_stage
     from sv_dagster.training.rewards import EnvRewardAdapter
     from sv_dagster.training.sft_data import read_rows
+    from sv_dagster.training.shared_prompt import SharedPromptGRPOTrainer
 
     run = _Run(spec, report)
     config = run.config
@@ -548,7 +549,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
         **({"max_tool_calling_iterations": g.tool_calls} if tools else {}),
     )
     wall, stream = _callbacks(g.max_seconds, report)
-    trainer = GRPOTrainer(
+    trainer = SharedPromptGRPOTrainer(
         model=model,
         reward_funcs=rewards,
         args=args,
@@ -571,6 +572,8 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
         tool_calls_made=rewards.tool_calls_made,
         tools_offered={env: list(cls.tool_names) for env, cls in tools.items()},
         dialogue_turns_played=dialogues.turns_played if dialogues else None,
+        # How many rows took the shared-prompt paths (the rest TRL's own): evidence it ran.
+        shared_prompt_rows={"scored": trainer.shared_prompt_rows, "sampled": trainer.shared_generation_rows},
     )
     return run.finish(record)
 

@@ -100,6 +100,9 @@ def test_sft_then_grpo_train_and_save_everything_beside_the_weights(e1_data, bas
     assert starts == [{"step": 0, "max_steps": 2}]  # the total the progress lines count to
     assert record["steps"] == 2 and record["completions_scored"] == 2 * 4 * config.grpo.num_generations
     assert record["reward_weights"]["e1"]["accuracy"] == 1.0 and record["n_reward_errors"] == 0
+    # Each group's prompt computed once, sampling and scoring (sv_dagster/training/shared_prompt.py).
+    assert record["shared_prompt_rows"]["sampled"] == record["completions_scored"]
+    assert record["shared_prompt_rows"]["scored"] >= record["completions_scored"]
     assert any("reward" in m for m in metrics)  # streamed as they were logged
     saved = json.loads((grpo_out / CHECKPOINT_FILE).read_text())
     assert saved["config"]["grpo"]["max_steps"] == 2 and saved["upstream_checkpoint"] == str(sft_out)
