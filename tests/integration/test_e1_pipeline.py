@@ -41,7 +41,14 @@ def run_e1(isolated: Path):
 def test_e1_path_writes_eval_artifacts(run_e1):
     instance, result, outputs = run_e1
     run_dir = outputs / "evals" / "sv-env-network-logs--heuristic" / result.run_id
-    assert {p.name for p in run_dir.iterdir()} == {"metadata.json", "results.jsonl", "summary.json", "provenance.json"}
+    # references/: the trivial policies scored on the same rows (core/evals/references.py)
+    assert {p.name for p in run_dir.iterdir()} == {
+        "metadata.json",
+        "results.jsonl",
+        "summary.json",
+        "provenance.json",
+        "references",
+    }
     provenance = json.loads((run_dir / "provenance.json").read_text())  # what made it, kept with a copy
     assert provenance["content_hash"] == latest(instance, "eval/e1/heuristic").tags["dagster/data_version"]
     assert provenance["dagster_run_id"] == result.run_id and set(provenance["input_data_versions"]) == {"dataset/e1"}
