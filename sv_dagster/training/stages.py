@@ -478,7 +478,9 @@ def _counterpart(checkpoint: str | None):
     return reply
 
 
-def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[str, Any]:
+def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True, trainer_class: Any = None) -> dict[str, Any]:
+    """GRPO on the stage's prompts. `trainer_class`: the trainer (the shared-prompt one unless
+    given: bench/training.py times TRL's own GRPOTrainer on the same stage)."""
     from datasets import Dataset
     from trl import GRPOConfig
 
@@ -549,7 +551,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
         **({"max_tool_calling_iterations": g.tool_calls} if tools else {}),
     )
     wall, stream = _callbacks(g.max_seconds, report)
-    trainer = SharedPromptGRPOTrainer(
+    trainer = (trainer_class or SharedPromptGRPOTrainer)(
         model=model,
         reward_funcs=rewards,
         args=args,
@@ -573,7 +575,10 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True) -> dict[s
         tools_offered={env: list(cls.tool_names) for env, cls in tools.items()},
         dialogue_turns_played=dialogues.turns_played if dialogues else None,
         # How many rows took the shared-prompt paths (the rest TRL's own): evidence it ran.
-        shared_prompt_rows={"scored": trainer.shared_prompt_rows, "sampled": trainer.shared_generation_rows},
+        shared_prompt_rows={
+            "scored": getattr(trainer, "shared_prompt_rows", 0),
+            "sampled": getattr(trainer, "shared_generation_rows", 0),
+        },
     )
     return run.finish(record)
 
