@@ -142,6 +142,6 @@ def test_a_key_echoed_in_a_401_body_is_redacted_everywhere(tmp_path: Path, monke
     rows = read_results(run.results_path)
     assert all(row["error_kind"] == "model" and "Incorrect API key provided" in row["error"] for row in rows)
     assert all("<redacted>" in row["error"] for row in rows)
-    for path in run.run_dir.iterdir():
+    for path in (p for p in run.run_dir.rglob("*") if p.is_file()):  # references/ included
         text = path.read_text()
         assert key not in text and other not in text, path.name

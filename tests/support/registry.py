@@ -20,11 +20,13 @@ def loopback_registry(path: Path, base_url: str, name: str = "loop", model: str 
 
 
 def rule_baselines_registry(path: Path) -> Path:
-    """configs/models.yaml as it is, but for its served models' `default: true`: the eval jobs
-    the pipeline tests run score the rule baselines and oracles, not SmolLM2 served on this
-    CPU (a minute per eval). The served model is evaluated through the real registry by the
-    full demo's test and tests/integration/test_serving.py."""
-    return _project_registry(path, served={"default": False})
+    """configs/models.yaml as it is, but for its served models' `default: true` and `sweep:
+    true`: the eval and sweep jobs the pipeline tests run score the rule baselines and oracles,
+    not models served on this CPU (a minute per eval for SmolLM2; the Qwen models' sweep fetches
+    1.5 GB of wheels and converts 2.4B parameters). The served models are evaluated through the
+    real registry by the full demo's test, tests/integration/test_serving.py and
+    tests/integration/test_qwen_base.py."""
+    return _project_registry(path, served={"default": False, "sweep": False})
 
 
 DEMO_SERVED_LIMIT = {"e1": 4, "e2": 2, "e3": 2, "e4": 4, "e5": 2, "e6": 4}
