@@ -104,7 +104,9 @@ def _prompt_sha(rows: list[dict[str, Any]]) -> str:
     return _sha256(json.dumps(prompts, sort_keys=True, default=str).encode())
 
 
-def run(env_short: str, dataset: Path, models: list[str], n: int | None, seed: int) -> dict[str, Any]:
+def run(
+    env_short: str, dataset: Path, models: list[str], n: int | None, seed: int, keep: Path | None = None
+) -> dict[str, Any]:
     from sv_dagster.core.envs import ENVS
     from sv_dagster.core.evals.evaluation import evaluate
     from sv_dagster.core.models.backends import make_backend
@@ -126,6 +128,7 @@ def run(env_short: str, dataset: Path, models: list[str], n: int | None, seed: i
     }
     prompt_shas = set()
     with tempfile.TemporaryDirectory() as tmp:
+        outputs = keep or Path(tmp)
         for name in models:
             spec = registry[name].for_env(env_short)
             pool = ServerPool() if spec.served else None
@@ -139,7 +142,7 @@ def run(env_short: str, dataset: Path, models: list[str], n: int | None, seed: i
                     spec,
                     backend,
                     dataset_path=dataset,
-                    outputs_root=Path(tmp),
+                    outputs_root=outputs,
                     run_id=f"prompts-{name}",
                     limit=n,
                     seed=seed,
@@ -195,10 +198,11 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=None, help="rows drawn under --seed (default: all)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--write", action="store_true", help="merge into bench/results/<date>-prompts.json")
+    parser.add_argument("--keep", type=Path, default=None, help="keep the evals' result files under this folder")
     args = parser.parse_args()
     if not args.dataset.is_file():
         parser.error(f"--dataset {args.dataset}: no such file")
-    result = run(args.env, args.dataset, args.models, args.n, args.seed)
+    result = run(args.env, args.dataset, args.models, args.n, args.seed, args.keep)
     command = " ".join(["python bench/prompts.py", *sys.argv[1:]])
     record = bench_record(command, result)
     result["machine"] = record["machine"]  # each run's own, when runs are merged
