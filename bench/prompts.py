@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,13 @@ def _prompt_sha(rows: list[dict[str, Any]]) -> str:
 
 
 def run(
-    env_short: str, dataset: Path, models: list[str], n: int | None, seed: int, keep: Path | None = None
+    env_short: str,
+    dataset: Path,
+    models: list[str],
+    n: int | None,
+    seed: int,
+    keep: Path | None = None,
+    timeout_s: float | None = None,
 ) -> dict[str, Any]:
     from sv_dagster.core.envs import ENVS
     from sv_dagster.core.evals.evaluation import evaluate
@@ -131,6 +138,9 @@ def run(
         outputs = keep or Path(tmp)
         for name in models:
             spec = registry[name].for_env(env_short)
+            if timeout_s is not None and spec.backend == "openai":
+                # A loaded machine must not turn a slow batch into timeouts and retries.
+                spec = replace(spec, sampling=replace(spec.sampling, timeout_s=timeout_s))
             pool = ServerPool() if spec.served else None
             backend = make_backend(
                 spec, env.env_id, server_options=serving.options(), resolve=serving.resolve, pool=pool
@@ -198,11 +208,12 @@ def main() -> int:
     parser.add_argument("--n", type=int, default=None, help="rows drawn under --seed (default: all)")
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--write", action="store_true", help="merge into bench/results/<date>-prompts.json")
+    parser.add_argument("--timeout-s", type=float, default=None, help="per-request timeout instead of the registry's")
     parser.add_argument("--keep", type=Path, default=None, help="keep the evals' result files under this folder")
     args = parser.parse_args()
     if not args.dataset.is_file():
         parser.error(f"--dataset {args.dataset}: no such file")
-    result = run(args.env, args.dataset, args.models, args.n, args.seed, args.keep)
+    result = run(args.env, args.dataset, args.models, args.n, args.seed, args.keep, args.timeout_s)
     command = " ".join(["python bench/prompts.py", *sys.argv[1:]])
     record = bench_record(command, result)
     result["machine"] = record["machine"]  # each run's own, when runs are merged
