@@ -5,11 +5,19 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import re
 
 from sv_env_code_vulnerability.config import load_reward_settings
 from sv_env_code_vulnerability.patching import apply_diff
 from sv_env_code_vulnerability.scanning import bandit_scan
-from sv_env_code_vulnerability.tasks import bundled_tasks, load_tasks, render_prompt, task_to_row
+from sv_env_code_vulnerability.tasks import (
+    SYSTEM_PROMPT,
+    bundled_tasks,
+    load_tasks,
+    prompt_file,
+    render_prompt,
+    task_to_row,
+)
 from sv_env_code_vulnerability.verify import count_tests, run_tests
 
 CWES = {"CWE-89", "CWE-78", "CWE-22", "CWE-502", "CWE-330", "CWE-798", "CWE-327", "CWE-95", "CWE-377"}
@@ -26,6 +34,19 @@ def test_bundled_tasks_cover_the_cwes_and_are_marked_samples():
         prompt = render_prompt(task)
         assert task.module in prompt and task.source in prompt and task.cwe in prompt
         assert "test_security" not in prompt  # the hidden tests are never shown
+
+
+def test_the_answer_format_is_described_not_shown_with_placeholders():
+    """A schema shown as `{"diff": "<unified diff>", ...}` was copied verbatim by small models;
+    the prompt describes the fields instead and shows only the diff's real first line."""
+    task = bundled_tasks()[0]
+    prompt = render_prompt(task)
+    outside_file = prompt.replace(task.source, "")
+    for text in (SYSTEM_PROMPT, outside_file):
+        assert not re.search(r'"<[^"<>]*>"', text), text
+        assert '"diff"' in text and '"explanation"' in text
+    assert f'"--- a/{task.module}\\n+++ b/{task.module}\\n@@ "' in prompt
+    assert prompt_file(prompt) == (task.module, task.source)  # what the baselines read back
 
 
 def test_every_task_vulnerable_fails_security_and_fix_passes_everything():
