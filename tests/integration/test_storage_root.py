@@ -61,6 +61,7 @@ def test_eval_e1_publishes_to_the_store_and_downstream_runs_from_it(isolated: Pa
         "results.jsonl",
         "summary.json",
         "provenance.json",
+        "references",  # the reference policies' results, published with the eval
     }
     assert (remote / f"{published[TRIAGE]}.provenance.json").is_file()  # a single file's record is published beside it
     assert published[TRIAGE].startswith("notes/") and (remote / published[TRIAGE]).with_suffix(".json").is_file()
