@@ -195,7 +195,9 @@ def eml(spec: SourceSpec, frame: Any) -> Normalised:
     workers = _positive_int(spec, "parse_workers", 2) or 2
     apart = NearDuplicates(_near_duplicate_jaccard(spec))
     where = refs(frame)
-    columns = ["path", "text", "_split"] + (["member_sha256"] if "member_sha256" in frame.columns else [])
+    # `_split` and `member_sha256` come from multi-folder packages (SpamAssassin's); a folder or
+    # .zip of .eml files has neither.
+    columns = ["path", "text"] + [c for c in ("_split", "member_sha256") if c in frame.columns]
     rows = records(frame[columns])
     raw_labels = frame[spec.label.column] if spec.label.column else None
     labels, dropped = labels_of(raw_labels if raw_labels is not None else [None] * len(frame), spec.label)
@@ -232,7 +234,8 @@ def eml(spec: SourceSpec, frame: Any) -> Normalised:
                 if not apart.admit(made.record["id"], canonical_text(info["email"])):
                     result.n_filtered += 1
                     continue
-                info["group"] = str(row["_split"])
+                if row.get("_split") is not None:
+                    info["group"] = str(row["_split"])
                 info["origin"] = {"file": where[i], "member": row["path"]}
                 if row.get("member_sha256"):
                     info["origin"]["member_sha256"] = row["member_sha256"]
