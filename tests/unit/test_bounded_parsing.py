@@ -23,6 +23,7 @@ import sv_env_config_verification.inputs as e2_inputs
 import sv_env_config_verification.patching as e2_patching
 import sv_env_config_verification.synthetic as e2_synthetic
 import sv_env_phishing_detection.corpora as e4_corpora
+import sv_env_phishing_detection.rfc822 as e4_rfc822
 from sv_dagster.core.evals.runner import score_row
 from sv_env_config_verification import (
     ConfigVerificationTaskset,
@@ -381,8 +382,11 @@ def _eml_frame(texts: list[str]) -> pd.DataFrame:
     )
 
 
-def test_hostile_emails_are_rejected_and_the_normal_one_beside_them_kept(monkeypatch):
-    monkeypatch.setattr(e4_corpora, "EML_DEADLINE_S", 2.0)
+def test_hostile_emails_are_bounded_and_the_normal_one_beside_them_kept(monkeypatch):
+    """A 50 MB email is refused for its size; a 100,000-address header and 1,000-deep comments
+    parse within the deadline (the parser is linear on both); a deadline no email meets refuses
+    each in one line, and nothing raises."""
+    monkeypatch.setattr(e4_rfc822, "EML_DEADLINE_S", 2.0)
     spec = SourceSpec(
         id="apwg_phishing",
         envs=("e4",),
@@ -394,14 +398,26 @@ def test_hostile_emails_are_rejected_and_the_normal_one_beside_them_kept(monkeyp
         label=LabelSpec(value="Phishing"),
     )
     normal = "From: Bank <alerts@bank.example>\nSubject: Verify now\n\nClick https://bank.example.evil/login\n"
-    header_bomb = "From: a@b.example\nTo: " + "a@b.c, " * 100_000 + "\nSubject: x\n\nbody\n"  # quadratic: minutes
+    header_bomb = "From: a@b.example\nTo: " + "a@b.c, " * 100_000 + "\nSubject: x\n\nbody\n"
     huge = "From: a@b.example\nSubject: x\n\n" + "x" * FIFTY_MB
     deep_comments = "From: " + "(" * DEPTH + "a@b.example\nSubject: x\n\nbody\n"
-    result = e4_corpora.eml(spec, _eml_frame([header_bomb, normal, huge, deep_comments]))
-    reasons = [r["reason"] for r in result.rejects]
-    assert reasons[0] == "email refused: email took longer than 2 s to parse; refused"
-    assert reasons[1] == f"email refused: email too large: {len(huge)} characters > limit {e4_corpora.MAX_EML_CHARS}"
-    assert reasons[2].startswith("not a parsable email (RecursionError: ")
-    [item] = result.items
+    frame = _eml_frame([header_bomb, normal, huge, deep_comments])
+    result = e4_corpora.eml(spec, frame)
+    assert [r["reason"] for r in result.rejects] == [
+        f"email refused: email too large: {len(huge)} characters > limit {e4_rfc822.MAX_EML_CHARS}"
+    ]
+    assert [item.ref for item in result.items] == [
+        "reports.zip:1 (m0.eml)",
+        "reports.zip:2 (m1.eml)",
+        "reports.zip:4 (m3.eml)",
+    ]
+    item = result.items[1]
     assert item.record["info"]["email"]["links"] == ["https://bank.example.evil/login"]
-    assert item.record["answer"] == "Phishing" and item.ref == "reports.zip:2 (m1.eml)"
+    assert item.record["answer"] == "Phishing"
+
+    monkeypatch.setattr(e4_rfc822, "EML_DEADLINE_S", 1e-6)
+    timed_out = e4_corpora.eml(spec, frame.iloc[[0, 1]])
+    assert not timed_out.items
+    assert [r["reason"] for r in timed_out.rejects] == [
+        "email refused: email took longer than 1e-06 s to parse; refused"
+    ] * 2

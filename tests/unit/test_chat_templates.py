@@ -46,8 +46,13 @@ def entry(default_system: str | None) -> BaseModelEntry:
     return BaseModelEntry.model_validate(
         {
             "name": "sample",
-            "wheel": {"package": "p", "version": "1", "sha256": "0" * 64},
-            "member": {"path": "m.gguf", "sha256": "1" * 64},
+            "parts": [
+                {
+                    "wheel": {"package": "p", "version": "1", "sha256": "0" * 64},
+                    "member": {"path": "m.gguf", "sha256": "1" * 64},
+                }
+            ],
+            "file": {"name": "m.gguf", "sha256": "1" * 64, "bytes": 1},
             "license": "MIT",
             "params": 1,
             "chat_template": {"kind": "chatml-tools", "default_system": default_system},
