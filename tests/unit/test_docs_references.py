@@ -97,7 +97,7 @@ def path_resolves(cited: str) -> bool | None:
     asset key, a path inside a downloaded archive, an output)."""
     cited = cited.removeprefix("./")
     first = cited.split("/", 1)[0]
-    if first in RUNTIME_ROOTS or cited in ELSEWHERE:
+    if first == ".." or first in RUNTIME_ROOTS or cited in ELSEWHERE:  # "..": outside the repository
         return None
     if (REPO / first).exists():
         return (REPO / cited).exists()
