@@ -132,10 +132,13 @@ def checkpoint_spec(name: str, model: str, max_tokens: int) -> ModelSpec:
 def _spec(
     name: str, asset: str, envs: tuple[str, ...], config: TrainingConfig, description: str, **flags: bool
 ) -> ModelSpec:
+    # Each environment's own `test_eval_limit` (stage 2 spans several environments).
+    limits = tuple((env, n) for env in envs if (n := (config if envs == (env,) else _config(env)).test_eval_limit))
     return replace(
         checkpoint_spec(name, config.model.base, config.eval_max_tokens),
         backend="openai",  # served on loopback from the checkpoint its asset recorded, asked over HTTP
         envs=envs,
+        limits=limits,
         description=description,
         checkpoint_asset=asset,
         **flags,

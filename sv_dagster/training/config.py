@@ -200,6 +200,9 @@ class TrainingConfig(_Strict):
     dev_eval_limit: int | None = Field(None, ge=1)
     """Each stage's dev eval scores at most this many dev examples (drawn with the config's
     seed, the same ones every stage); None: the whole dev split."""
+    test_eval_limit: int | None = Field(None, ge=1)
+    """The trained checkpoints' test evals score at most this many test examples (drawn under
+    the eval run's seed, the same ones for every checkpoint); None: the whole test split."""
     description: str = ""
 
     def digest(self) -> str:

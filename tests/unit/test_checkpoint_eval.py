@@ -21,9 +21,29 @@ def test_registry_checkpoint_models_sample_like_evaluate_checkpoint() -> None:
         # load it in-process. Only that and what names and places the model differ.
         assert spec.served and spec.backend == "openai" and plain.backend == "local"
         assert (
-            replace(spec, backend="local", envs=(), description="", checkpoint_asset=None, sweep=False, nightly=False)
+            replace(
+                spec,
+                backend="local",
+                envs=(),
+                description="",
+                checkpoint_asset=None,
+                sweep=False,
+                nightly=False,
+                limits=(),
+            )
             == plain
         )
+
+
+def test_checkpoint_test_evals_take_each_environments_test_eval_limit() -> None:
+    """E4's 1,065 test emails are scored 160 at a time by every checkpoint, stage 2's included;
+    E1's checkpoints score their whole test split."""
+    models = catalog.load_models()
+    by_env = {spec.envs: spec for spec in models.values() if spec.checkpoint_asset and spec.name.endswith("-sft")}
+    assert catalog.training_config("e4").test_eval_limit == 160
+    assert by_env[("e4",)].limit_for("e4") == 160 and by_env[("e1",)].limit_for("e1") is None
+    (stage2,) = [spec for spec in models.values() if spec.checkpoint_asset and len(spec.envs) > 1]
+    assert {env: stage2.limit_for(env) for env in stage2.envs} == {"e1": None, "e4": 160}
 
 
 def test_a_dialogue_checkpoint_without_a_counterpart_plays_the_rule_baseline(tmp_path, monkeypatch) -> None:
