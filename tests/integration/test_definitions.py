@@ -57,7 +57,6 @@ OOD_EVALS = {
     "eval_ood/e1/heuristic": {"dataset/e1"},
     "eval_ood/e1/qwen2_5_coder_0_5b": {"dataset/e1"},  # the sweep's served models
     "eval_ood/e1/qwen2_5_coder_1_5b": {"dataset/e1"},
-    "eval_ood/e1/smollm2_135m": {"dataset/e1"},
     "eval_ood/e1/tiny_e1_promoted": {"dataset/e1", "checkpoint/e1/promoted"},
 }
 PROMOTED_OOD = {"eval_ood/e1/tiny_e1_promoted"}  # read by the reports, not depended on
@@ -187,7 +186,7 @@ E1_HEURISTIC = path_of("e1", "heuristic")
 TOURNAMENT = {"tournament/e5_e6", "dataset/e5", "dataset/e6"} | {
     f"corpus/{c}" for c in ENV_CORPORA["e5"] | ENV_CORPORA["e6"]
 }
-SERVED = ("qwen2_5_coder_0_5b",)  # the default model served here (a per-environment N)
+SERVED = ("smollm2_135m", "qwen2_5_coder_0_5b")  # the default models served here (a per-environment N)
 DEFAULTS = (
     path_of("e1", "heuristic", *SERVED)
     | path_of("e2", "heuristic", "tool_oracle", *SERVED)
@@ -207,8 +206,8 @@ NIGHTLY = (
     # The promoted checkpoints: read as they stand, never retrained by a sweep.
     | {f"{kind}/{env}/tiny_{env}_promoted" for env in ENVS for kind in ("eval", "triage")}
 )
-SWEPT = ("qwen2_5_coder_0_5b", "smollm2_135m")  # served, in the sweep on all six; the 1.5B on E1 and E4
-SWEEP = NIGHTLY | {key for env in ENVS for key in path_of(env, *SWEPT, *([QWEN_1_5B] if env in ("e1", "e4") else []))}
+SWEPT = "qwen2_5_coder_0_5b"  # served, in the sweep on all six; the 1.5B on E1 and E4
+SWEEP = NIGHTLY | {key for env in ENVS for key in path_of(env, SWEPT, *([QWEN_1_5B] if env in ("e1", "e4") else []))}
 
 
 def data_of(env: str) -> set[str]:

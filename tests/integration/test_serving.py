@@ -52,7 +52,7 @@ def gone(pid: int, base_url: str) -> bool:
 
 def test_the_registry_entry_is_served_and_evaluated_over_http(converted: Path, tmp_path: Path) -> None:
     spec = load_registry()[NAME]
-    assert spec.backend == "openai" and spec.serve == NAME and spec.base_url is None and spec.sweep
+    assert spec.backend == "openai" and spec.serve == NAME and spec.base_url is None and spec.default
     spec = replace(spec, sampling=replace(spec.sampling, max_tokens=64))  # keeps the CPU run short
     backend = make_backend(spec, E1.env_id)
     assert isinstance(backend, ServedBackend)

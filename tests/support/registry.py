@@ -34,14 +34,14 @@ DEMO_SERVED_LIMIT = {"e1": 4, "e2": 2, "e3": 2, "e4": 4, "e5": 2, "e6": 4}
 a fraction of the minutes the registry's own N takes on the test session's longest path."""
 
 DEMO_SERVED_MODEL = "smollm2-135m"
-"""The one served model the tests' demo evaluates: the smallest, not the project's default
-(Qwen2.5-Coder-0.5B, which takes the same path: tests/integration/test_qwen_base.py serves
-it); bench/demo.py runs the demo as a user does."""
+"""The one served model the tests' demo evaluates: the smallest. The Qwen2.5-Coder models
+take the same path (tests/integration/test_qwen_base.py serves the 0.5B); bench/demo.py runs
+the demo as a user does, with all of them."""
 
 
 def small_n_registry(path: Path) -> Path:
     """configs/models.yaml as it is, but its served models evaluate DEMO_SERVED_LIMIT examples,
-    and only DEMO_SERVED_MODEL of them by default (in place of the project's default one)."""
+    and only DEMO_SERVED_MODEL of them by default."""
     return _project_registry(path, served={"limit": dict(DEMO_SERVED_LIMIT)}, only_default=DEMO_SERVED_MODEL)
 
 
@@ -54,8 +54,8 @@ def _project_registry(path: Path, served: dict, only_default: str | None = None)
     for name, spec in data["models"].items():
         if spec.get("serve"):
             spec.update(served)
-            if only_default is not None:
-                spec["default"] = name == only_default
+            if only_default is not None and name != only_default:
+                spec["default"] = False
             if "limit" in served and spec.get("envs"):
                 spec["limit"] = {env: n for env, n in served["limit"].items() if env in spec["envs"]}
     path.write_text(yaml.safe_dump(data, sort_keys=False))

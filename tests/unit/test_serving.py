@@ -179,8 +179,8 @@ def test_serve_entries_need_no_url_and_record_what_they_serve(tmp_path: Path) ->
     assert spec.serve == "./checkpoints/e1/sft" and spec.model == spec.serve and spec.base_url is None
     assert spec.public_dict()["serve"] == spec.serve and spec.pool is None
     project = load_registry()["smollm2-135m"]
-    assert project.serve == "smollm2-135m" and project.backend == "openai" and project.sweep
-    assert all(project.limit_for(env) for env in ("e1", "e2", "e3", "e4", "e5", "e6"))  # N when a run sets none
+    assert project.serve == "smollm2-135m" and project.backend == "openai" and project.default
+    assert all(project.limit_for(env) for env in ("e1", "e2", "e3", "e4", "e5", "e6"))  # the demo's N
 
 
 def test_a_served_model_that_cannot_start_fails_in_preflight_before_any_example(tmp_path: Path) -> None:
