@@ -186,7 +186,7 @@ E1_HEURISTIC = path_of("e1", "heuristic")
 TOURNAMENT = {"tournament/e5_e6", "dataset/e5", "dataset/e6"} | {
     f"corpus/{c}" for c in ENV_CORPORA["e5"] | ENV_CORPORA["e6"]
 }
-SERVED = ("smollm2_135m", "qwen2_5_coder_0_5b")  # the default models served here (a per-environment N)
+SERVED = ("smollm2_135m",)  # the default model served here (a per-environment N)
 DEFAULTS = (
     path_of("e1", "heuristic", *SERVED)
     | path_of("e2", "heuristic", "tool_oracle", *SERVED)

@@ -94,7 +94,7 @@ def test_the_server_reads_a_written_tool_call_back_in_the_openai_shape(converted
 
 def test_the_registry_entry_is_served_and_answers(converted: ConvertedModel) -> None:
     spec = load_registry()[NAME]
-    assert spec.serve == NAME and spec.default and spec.sweep and spec.base_url is None
+    assert spec.serve == NAME and spec.sweep and not spec.default and spec.base_url is None
     with ModelServer(converted.path) as served:
         reply = httpx.post(
             served.base_url + "/chat/completions",

@@ -34,9 +34,9 @@ DEMO_SERVED_LIMIT = {"e1": 4, "e2": 2, "e3": 2, "e4": 4, "e5": 2, "e6": 4}
 a fraction of the minutes the registry's own N takes on the test session's longest path."""
 
 DEMO_SERVED_MODEL = "smollm2-135m"
-"""The one served model the tests' demo evaluates: the smallest. The Qwen2.5-Coder models
-take the same path (tests/integration/test_qwen_base.py serves the 0.5B); bench/demo.py runs
-the demo as a user does, with all of them."""
+"""The one served model the tests' demo evaluates, as the project's demo does. The
+Qwen2.5-Coder models (in the sweep, not the demo) take the same path:
+tests/integration/test_qwen_base.py serves the 0.5B."""
 
 
 def small_n_registry(path: Path) -> Path:
