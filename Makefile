@@ -81,8 +81,9 @@ ui: setup
 bench: setup
 	$(BIN)/python bench/run.py
 
-# Served SmolLM2 against plain generate (one at a time, batched), then E1 evals/hour served
-# against in-process; converts the model on first use. A missed target fails the first, not the second.
+# SmolLM2 and the Qwen2.5-Coder 0.5B and 1.5B served against plain generate (one at a time,
+# batched, int8), then E1 evals/hour served against in-process; converts each model on first
+# use. A missed target fails the first, not the second.
 bench-serving: setup
 	-$(BIN)/python bench/serving.py --write
 	$(BIN)/python bench/served_evals.py --write
