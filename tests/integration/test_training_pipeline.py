@@ -393,7 +393,7 @@ def test_a_checkpoint_folder_is_a_registry_edit_away_from_an_eval(trained, insta
     }
     proc = cli("sv-dagster", "eval", "e1", "--models", "my-checkpoint", "--n", "10", env=env)
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-    assert "my-checkpoint  10" in proc.stdout
+    assert re.search(r"^my-checkpoint +10 ", proc.stdout, re.MULTILINE), proc.stdout  # its row: model, n
 
     def completions(path: str) -> dict[str, str]:
         folder = Path(latest(instance_of, path).asset_materialization.metadata["artifact_path"].value)
