@@ -20,9 +20,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-CITATION = re.compile(r"bench/results/([\w.-]+\.json)")
+# A results file, not the rows (.jsonl) a benchmark ran on.
+CITATION = re.compile(r"bench/results/([\w.-]+\.json)(?!l)")
 # A number not glued to a name (E4, S1-S14, rlft_e1, sha256) nor part of a date or version.
 FIGURE = re.compile(r"(?<![\w.\-/])~?(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\w\-]|\.\d)")
+CI_LEVEL = re.compile(r"\b(?:90|95|99)% (?:bootstrap )?CIs?\b")
 SCALES = (1.0, 1e3, 1e-3, 1e6, 1e-6, 3600.0, 1 / 3600, 1024.0, 1 / 1024)  # SI, per hour, MiB-GiB
 
 
@@ -50,6 +52,7 @@ def cited_paragraphs(text: str) -> Iterator[tuple[int, str, list[str]]]:
 
 def figures(prose: str) -> list[str]:
     prose = re.sub(r"`[^`]*`", " ", prose)
+    prose = CI_LEVEL.sub(" ", prose)  # an interval's level is its name, not a measurement
     prose = re.sub(r"\|\s*:?-+:?\s*(?=\|)", "|", prose)
     return [m.group(1) for m in FIGURE.finditer(prose)]
 
@@ -85,11 +88,16 @@ def recorded(written: str, values: list[float]) -> bool:
     return any(abs(v * scale - target) <= tolerance * (1 + 1e-9) for v in values for scale in SCALES)
 
 
+def test_a_rows_file_is_not_read_as_a_results_file() -> None:
+    assert CITATION.findall("rows `bench/results/a-rows.jsonl`, results `bench/results/a.json`") == ["a.json"]
+
+
 def test_the_checker_reads_figures_as_written() -> None:
     assert figures("E4's rewards 14,400 rollouts/s (`make bench`, 2026-11-23) on S1-S14, ~420 us") == [
         "14,400",
         "420",
     ]
+    assert figures("0.050 [0.040, 0.060], its 95% bootstrap CI over 95 rows") == ["0.050", "0.040", "0.060", "95"]
     assert recorded("14,400", [14354.0]) and not recorded("14,400", [14300.0])
     assert recorded("100", [0.1])  # ms written, seconds recorded
     assert not recorded("420", [477.2])
