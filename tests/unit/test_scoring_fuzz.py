@@ -34,7 +34,7 @@ from sv_shared import extract_json_object, parse_label_answer
 from sv_shared.safety import RuleSafetyClassifier, text_hash
 from tests.support.hostile_replies import KILLERS, HostileReplies, fuzz_scoring, good_answers
 
-N_PER_ENV = int(os.environ.get("SV_FUZZ_N", "5000"))
+N_PER_ENV = int(os.environ.get("SV_FUZZ_N", "2000"))
 
 
 @pytest.mark.parametrize("env_short", sorted(ENVS))
