@@ -21,8 +21,8 @@ is warmed up once first; the model is loaded before timing.
 Target: served at 16 >= 8x plain one-at-a-time, for every model.
 
 Usage: python bench/serving.py [--models smollm2-135m qwen2.5-coder-0.5b qwen2.5-coder-1.5b]
-       [--prompts 16] [--single 4] [--max-new-tokens 64] [--write]
-Prints one JSON line; --write also records it as bench/results/<date>-serving.json.
+       [--prompts 16] [--single 4] [--max-new-tokens 64] [--write [--name serving]]
+Prints one JSON line; --write also records it as bench/results/<date>-<name>.json.
 """
 
 from __future__ import annotations
@@ -227,7 +227,8 @@ def main() -> int:
     parser.add_argument("--prompts", type=int, default=16)
     parser.add_argument("--single", type=int, default=4, help="prompts generated one at a time (the first ones)")
     parser.add_argument("--max-new-tokens", type=int, default=64)
-    parser.add_argument("--write", action="store_true", help="record bench/results/<date>-serving.json")
+    parser.add_argument("--write", action="store_true", help="record bench/results/<date>-<name>.json")
+    parser.add_argument("--name", default="serving", help="the results file's name (a run of other models)")
     args = parser.parse_args()
     results: dict = {
         "prompts": args.prompts,
@@ -251,7 +252,7 @@ def main() -> int:
     )
     print(json.dumps(record))
     if args.write:
-        print(f"written to {write_record(record, 'serving').relative_to(ROOT)}")
+        print(f"written to {write_record(record, args.name).relative_to(ROOT)}")
     return 0 if all(met.values()) else 1
 
 
