@@ -94,3 +94,22 @@ def test_a_rate_summary_has_a_format_rate_only_where_replies_have_a_format():
     assert diffs["format_rate"] == pytest.approx(1 / 3)  # a reply that did not parse is not in the format
     dialogues = rate_summary([row(0.5, {"turns": 2}), row(1.0, None)], {})
     assert dialogues["format_rate"] is None and dialogues["mean_reward"] == 0.75
+
+
+def test_the_same_rows_in_another_order_give_the_same_cis():
+    """An eval writes rows as they finish; its summary must not depend on that order."""
+    from types import SimpleNamespace
+
+    from sv_dagster.core.evals.summary import summarize
+
+    in_order = rows(49, 3)
+    shuffled = [in_order[i] for i in np.random.default_rng(1).permutation(len(in_order))]
+    labelling = SimpleNamespace(positive_label="Malicious", rates={}, summary_extra=None)
+    scored = SimpleNamespace(positive_label=None, rates={"right": lambda row: row["reward"]}, summary_extra=None)
+    settings = SimpleNamespace(costs=COSTS, classifier=None)
+    for env in (labelling, scored):
+        first, second = summarize(env, in_order, settings), summarize(env, shuffled, settings)
+        assert first["ci95"] == second["ci95"] and first["ci95"]["mean_reward"] is not None
+    # The resamples index rows: without the canonical order the intervals move.
+    reversed_cis = bootstrap_cis(example_arrays(in_order[::-1], COSTS))
+    assert reversed_cis != bootstrap_cis(example_arrays(in_order, COSTS))

@@ -100,6 +100,10 @@ def _format_rate(scored: list[dict[str, Any]]) -> float | None:
     return fmean(bool(p.get("format_ok")) for p in parsed)
 
 
+def _example_order(row: dict[str, Any]) -> tuple[str, str]:
+    return str(row.get("example_id", "")), str(row.get("idx", ""))
+
+
 def _mean(values) -> float | None:
     present = [v for v in values if v is not None]
     return fmean(present) if present else None
@@ -114,7 +118,9 @@ def summarize(env: Any, rows: list[dict[str, Any]], settings: Any) -> dict[str, 
     """An eval's summary: classification metrics for a labelling environment (one with a
     positive label), else the mean reward and the environment's rates; then its own extra
     keys, and the safety judge's measured agreement where its reward settings name a
-    classifier."""
+    classifier. Rows are read in example order, not the order they finished in: the
+    bootstrap's seeded resamples index rows, so the same rows give the same CIs."""
+    rows = sorted(rows, key=_example_order)
     summary = classification_summary(rows, settings) if env.positive_label else rate_summary(rows, env.rates)
     if env.summary_extra is not None:
         summary.update(env.summary_extra(rows, summary))
