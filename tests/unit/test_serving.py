@@ -351,6 +351,36 @@ def test_concurrent_requests_share_one_generate_and_get_their_one_at_a_time_repl
         assert text == tokenizer.decode(generated, skip_special_tokens=True)
 
 
+def test_the_local_backend_computes_a_shared_system_prompt_once_and_replies_as_alone(tiny: Path, monkeypatch) -> None:
+    import torch
+
+    from sv_dagster.core.models import local_backend
+    from sv_dagster.core.models.registry import ModelSpec, Sampling
+
+    backend = local_backend.LocalTransformersBackend(
+        ModelSpec(name="tiny", backend="local", model="", sampling=Sampling(temperature=0.0, max_tokens=6)), tiny
+    )
+    asyncio.run(backend.preflight())
+    torch.manual_seed(0)
+    with torch.no_grad():  # larger weights: replies that depend on every token
+        for parameter in backend._model.parameters():
+            parameter.normal_(0.0, 0.5)
+    prefilled = []
+    prefill = local_backend.prefill_shared
+    monkeypatch.setattr(local_backend, "prefill_shared", lambda m, p, n: prefilled.append(len(p)) or prefill(m, p, n))
+    system = "You label network flows as benign or malicious from their ports and bytes. " * 4
+    batch = [
+        [{"role": "system", "content": system}, {"role": "user", "content": question}]
+        for question in ("a flow to port 443", "a flow to port 22 of 90 bytes", "10.0.0.1", "a scan of 300 ports")
+    ]
+    together = backend._generate(batch)
+    assert len(prefilled) == 1 and prefilled[0] >= 32  # the system prompt, computed once for four rows
+    alone = [backend._generate([messages])[0] for messages in batch]
+    assert len(prefilled) == 1  # a request alone has nothing to share
+    assert together == alone  # same text, prompt length, reply length and finish as one at a time
+    assert len({text for text, *_ in together}) > 1  # the replies depend on the question
+
+
 def test_a_reply_whose_tool_call_does_not_parse_comes_back_as_its_text(tiny: Path) -> None:
     """transformers' response parser raises on malformed tool-call markup (the server's HTTP
     500 for that request, as shipped); the served app answers with the reply's text."""

@@ -1,10 +1,12 @@
 """The `local` backend: a checkpoint folder (or a Hugging Face id) served in-process with
 transformers, for CPU evaluation of trained checkpoints and the safety review.
 
-Concurrent requests from the runner are gathered into batches (left-padded, one
-`generate` call per batch in a worker thread), so an eval of hundreds of examples runs a
-few dozen forward passes per token, not hundreds. Decoding is greedy at temperature 0,
-sampled otherwise with the registry's seed.
+Concurrent requests from the runner are gathered into batches (one `generate` call per
+batch in a worker thread), so an eval of hundreds of examples runs a few dozen forward passes
+per token, not hundreds. The leading tokens every prompt of a batch shares (an eval's system
+prompt) are computed once and their cache repeated for every row, as the model server does
+(`sv_dagster.core.models.batching`): prefilling the prompts is most of an eval's compute on
+CPU. Decoding is greedy at temperature 0, sampled otherwise with the registry's seed.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sv_dagster.core.models.batching import pad_batch, prefill_shared, shared_prefix
 from sv_dagster.core.models.completion import BackendConfigError, BackendUnavailable, Completion
 from sv_dagster.core.models.registry import ModelSpec
 
@@ -65,36 +68,49 @@ class LocalTransformersBackend:
         await asyncio.to_thread(self._load)
 
     def _generate(self, batch: list[list[dict[str, Any]]]) -> list[tuple[str, int, int, str]]:
+        import copy
+
         import torch
 
         self._load()
         s = self.spec.sampling
         tokenizer, model = self._tokenizer, self._model
-        encoded = tokenizer.apply_chat_template(
-            batch, add_generation_prompt=True, tokenize=True, padding=True, return_tensors="pt", return_dict=True
-        )
-        prompt_len = encoded["input_ids"].shape[1]
+        rows = [
+            torch.tensor(
+                tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=True, return_dict=False)
+            )
+            for messages in batch
+        ]
         sample = bool(s.temperature and s.temperature > 0)
+        config = copy.deepcopy(model.generation_config)  # what `generate(**options)` would start from
+        config.update(
+            max_new_tokens=s.max_tokens,
+            do_sample=sample,
+            temperature=s.temperature if sample else None,
+            top_p=s.top_p if sample else None,
+            top_k=None,
+            pad_token_id=tokenizer.pad_token_id,
+            eos_token_id=tokenizer.eos_token_id,
+        )
         if sample and s.seed is not None:
             torch.manual_seed(s.seed)
         with torch.no_grad():
-            output = model.generate(
-                **encoded,
-                max_new_tokens=s.max_tokens,
-                do_sample=sample,
-                temperature=s.temperature if sample else None,
-                top_p=s.top_p if sample else None,
-                top_k=None,
-                pad_token_id=tokenizer.pad_token_id,
-                eos_token_id=tokenizer.eos_token_id,
+            shared = shared_prefix(rows, model, config)
+            input_ids, attention_mask = pad_batch(
+                rows, [torch.ones_like(row) for row in rows], tokenizer.pad_token_id, shared
             )
+            cache = {"past_key_values": prefill_shared(model, rows[0][:shared], len(rows))} if shared else {}
+            output = model.generate(
+                input_ids=input_ids, attention_mask=attention_mask, generation_config=config, **cache
+            )
+        width = input_ids.shape[1]
         results = []
-        for row, prompt_ids in zip(output, encoded["attention_mask"]):
-            new = row[prompt_len:]
+        for generated, row in zip(output, rows):
+            new = generated[width:]
             finished = (new == tokenizer.eos_token_id).nonzero()
             length = int(finished[0]) + 1 if len(finished) else len(new)
             text = tokenizer.decode(new[:length], skip_special_tokens=True)
-            results.append((text, int(prompt_ids.sum()), length, "stop" if len(finished) else "length"))
+            results.append((text, len(row), length, "stop" if len(finished) else "length"))
         return results
 
     async def _serve(self) -> None:
