@@ -96,7 +96,7 @@ def test_a_target_failing_mid_dialogue_leaves_the_example_unscored_and_resume_re
         failed = [r for r in rows if r["error"]]
         assert len(failed) == 1 and failed[0]["error_kind"] == "counterpart"
         assert "target model failed at turn 1" in failed[0]["error"] and failed[0]["reward"] is None
-        assert run.summary["n_errors_by_kind"]["counterpart"] == 1
+        assert run.summary["n_counterpart_errors"] == 1
         assert run.summary["attack_success_rate"] == 0.0  # over the two scored examples only
 
         again = _eval(

@@ -3,9 +3,8 @@ run's own pace (resumed work counts as done but not toward the rate)."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 from sv_dagster.core.evals.progress import EvalProgress, Progress, StepProgress, format_duration
+from sv_dagster.core.evals.runner import RunCounts
 
 
 class Clock:
@@ -104,7 +103,9 @@ def test_eval_progress_takes_the_runners_counts():
     lines: list[str] = []
     clock = Clock()
     progress = EvalProgress(4, "eval e1/heuristic", lines.append, clock=clock)
-    counts = lambda n, errors=0: SimpleNamespace(n=n, n_resumed=2, n_model_errors=errors, n_scoring_errors=0)  # noqa: E731
+    counts = lambda n, errors=0: RunCounts(  # noqa: E731
+        n=n, n_scored=n - errors, n_model_errors=0, n_scoring_errors=0, n_resumed=2, n_judge_errors=errors
+    )
     progress(counts(0))  # before the first example: 2 resumed
     clock.now += 3.0
     progress(counts(1, errors=1))

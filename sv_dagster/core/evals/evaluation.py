@@ -20,9 +20,9 @@ from sv_dagster.core.artifacts.paths import safe_path_part
 from sv_dagster.core.artifacts.provenance import file_sha256, package_versions
 from sv_dagster.core.artifacts.redaction import redact, redact_text
 from sv_dagster.core.envs import EnvSpec
+from sv_dagster.core.evals.errors import RESUMABLE_ERRORS, ErrorKind
 from sv_dagster.core.evals.references import rows_prior, score_references, versus_best
 from sv_dagster.core.evals.runner import (
-    RESUMABLE_ERRORS,
     SUMMARY_DROP,
     RunCounts,
     read_results,
@@ -256,7 +256,9 @@ def rescore(
                 task = tasks.get(row["example_id"])
                 if task is None:
                     row.update(
-                        error=f"example {row['example_id']} not in {dataset['path']}", error_kind="scoring", reward=None
+                        error=f"example {row['example_id']} not in {dataset['path']}",
+                        error_kind=ErrorKind.SCORING,
+                        reward=None,
                     )
                 elif row.get("error_kind") not in RESUMABLE_ERRORS and row.get("completion") is not None:
                     await score_row(row, task, row["completion"], parse, model["model"])

@@ -115,7 +115,7 @@ class EvalProgress(Progress):
         if counts.n == 0:  # before the first example of this run
             self.start(done)
             return
-        errors = counts.n_model_errors + counts.n_scoring_errors
+        errors = counts.n_errors
         self.update(done, f"{errors} error{'' if errors == 1 else 's'}")
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from sv_dagster.core.artifacts.redaction import redact_text
+from sv_dagster.core.evals.errors import RESUMABLE_ERRORS, ErrorKind
 from sv_dagster.core.evals.triage import is_refusal
 from sv_shared import textrefs
 
@@ -38,6 +39,13 @@ class RunCounts:
     n_scoring_errors: int
     n_resumed: int = 0
     """Examples already finished in results.jsonl and skipped (resume)."""
+    n_counterpart_errors: int = 0
+    n_judge_errors: int = 0
+
+    @property
+    def n_errors(self) -> int:
+        """Examples of this call left unscored, of any `ErrorKind`."""
+        return sum(getattr(self, kind.counter) for kind in ErrorKind)
 
 
 def _finite(value: float | None) -> float | None:
@@ -170,12 +178,12 @@ async def _run_one(
         try:
             completion = await backend.complete(messages + turns, offer)
         except CompletionFailed as exc:
-            row.update(error=str(exc), error_kind="model", attempts=attempts + exc.attempts)
+            row.update(error=str(exc), error_kind=ErrorKind.MODEL, attempts=attempts + exc.attempts)
             if turns:
                 row["turns"] = turns
-            _settle(backend, replies, "model_error")
+            _settle(backend, replies, ErrorKind.MODEL)
             await writer.write(row)
-            return "model_error"
+            return ErrorKind.MODEL
         replies.append(completion)
         usage = _add_usage(usage, completion.usage)
         costs.append(0.0 if completion.cached else price(completion.usage))  # a cache hit costs nothing
@@ -211,10 +219,6 @@ async def _run_one(
 
 class CounterpartFailed(RuntimeError):
     """The other side of a dialogue (E5's target model) failed for good."""
-
-
-RESUMABLE_ERRORS = ("model", "counterpart", "judge")
-"""error_kind of rows a resumed run plays again (nothing of the example was scored)."""
 
 
 async def _run_dialogue(
@@ -256,9 +260,11 @@ async def _run_dialogue(
             reply = await backend.complete(conversation)
         except CompletionFailed as exc:
             row.update(
-                error=f"model failed at turn {turn}: {exc}", error_kind="model", attempts=attempts + exc.attempts
+                error=f"model failed at turn {turn}: {exc}",
+                error_kind=ErrorKind.MODEL,
+                attempts=attempts + exc.attempts,
             )
-            outcome = "model_error"
+            outcome = ErrorKind.MODEL
             break
         replies.append(reply)
         usage = _add_usage(usage, reply.usage)
@@ -270,12 +276,12 @@ async def _run_dialogue(
         try:
             answer, over = await task.respond(conversation, other_side if counterpart is not None else None)
         except CounterpartFailed as exc:
-            row.update(error=f"target model failed at turn {turn}: {exc}", error_kind="counterpart")
-            outcome = "model_error"
+            row.update(error=f"target model failed at turn {turn}: {exc}", error_kind=ErrorKind.COUNTERPART)
+            outcome = ErrorKind.COUNTERPART
             break
         except Exception as exc:  # the judge (a classifier endpoint) or the task itself
-            row.update(error=f"dialogue failed at turn {turn}: {type(exc).__name__}: {exc}", error_kind="judge")
-            outcome = "scoring_error"
+            row.update(error=f"dialogue failed at turn {turn}: {type(exc).__name__}: {exc}", error_kind=ErrorKind.JUDGE)
+            outcome = ErrorKind.JUDGE
             break
         if answer is not None:
             conversation.append({"role": "user", "content": answer})
@@ -348,9 +354,9 @@ async def score_row(
             reward_weights=None,
             reward=None,
             error=f"scoring failed: {type(exc).__name__}: {str(exc)[:500]}",
-            error_kind="scoring",
+            error_kind=ErrorKind.SCORING,
         )
-        return "scoring_error"
+        return ErrorKind.SCORING
     row.update(rewards=scores, reward_weights=weights, reward=_finite(total), error=None, error_kind=None)
     details = getattr(task, "details", None)  # what the verifier found (tool results, test runs)
     if details is not None:
@@ -426,9 +432,8 @@ async def run_eval(
         return RunCounts(
             n=sum(outcomes.values()),
             n_scored=outcomes["scored"],
-            n_model_errors=outcomes["model_error"],
-            n_scoring_errors=outcomes["scoring_error"],
             n_resumed=len(finished),
+            **{kind.counter: outcomes[kind] for kind in ErrorKind},
         )
 
     if progress is not None:

@@ -194,16 +194,10 @@ def classifier_agreement(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def safety_summary(rows: list[dict[str, Any]], settings: Any) -> dict[str, Any]:
-    """What a summary adds for an environment judged by a safety classifier: errors by
-    kind, the classifier that judged the run with its measured agreement on the labelled
+    """What a summary adds for an environment judged by a safety classifier: the classifier that judged the run with its measured agreement on the labelled
     set's frozen part (reported next to every score that uses it), and how many texts were
     withheld as hashes."""
-    summary: dict[str, Any] = {
-        "n_errors_by_kind": {
-            kind: sum(1 for row in rows if row.get("error_kind") == kind)
-            for kind in ("model", "counterpart", "judge", "scoring")
-        }
-    }
+    summary: dict[str, Any] = {}
     try:
         agreement = classifier_agreement(settings.classifier)
     except Exception as exc:  # the judge went down after the run: the scores stand, unqualified

@@ -6,6 +6,7 @@ from collections.abc import Callable, Mapping
 from statistics import fmean
 from typing import Any
 
+from sv_dagster.core.evals.errors import error_counts
 from sv_dagster.core.evals.safety import safety_summary
 from sv_dagster.core.evals.stats import STANDARD_SEED, bootstrap_cis, example_arrays, mean_cis
 from sv_shared import Prediction, classification_metrics
@@ -34,9 +35,7 @@ def classification_summary(rows: list[dict[str, Any]], settings: Any) -> dict[st
     return {
         **metrics,
         "n_examples": len(rows),
-        "n_errors": len(rows) - len(scored),
-        "n_model_errors": sum(1 for row in rows if row.get("error_kind") == "model"),
-        "n_scoring_errors": sum(1 for row in rows if row.get("error_kind") == "scoring"),
+        **error_counts(rows),
         "n_refusals": sum(1 for row in rows if row.get("refusal")),
         "format_rate": fmean(valid_json) if valid_json else None,
         "mean_reward": _mean(row.get("reward") for row in scored),
@@ -58,8 +57,7 @@ def classification_summary(rows: list[dict[str, Any]], settings: Any) -> dict[st
 def _common_counts(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "n_examples": len(rows),
-        "n_model_errors": sum(1 for row in rows if row.get("error_kind") == "model"),
-        "n_scoring_errors": sum(1 for row in rows if row.get("error_kind") == "scoring"),
+        **error_counts(rows),
         "n_refusals": sum(1 for row in rows if row.get("refusal")),
         "total_cost_usd": _sum(row.get("cost_usd") for row in rows),
         "n_unpriced": sum(1 for row in rows if row.get("completion") is not None and row.get("cost_usd") is None),
@@ -82,7 +80,6 @@ def rate_summary(rows: list[dict[str, Any]], rates: Mapping[str, RateFn]) -> dic
     summary = {name: _mean(values) for name, values in series.items()}
     summary.update(
         _common_counts(rows),
-        n_errors=len(rows) - len(scored),
         format_rate=_format_rate(scored),
         mean_rewards={name: _mean((row.get("rewards") or {}).get(name) for row in scored) for name in reward_names},
         n_tool_calls=sum(len(row.get("tool_calls") or ()) for row in rows),
