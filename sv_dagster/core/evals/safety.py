@@ -194,9 +194,9 @@ def classifier_agreement(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def safety_summary(rows: list[dict[str, Any]], settings: Any) -> dict[str, Any]:
-    """What a summary adds for an environment judged by a safety classifier: the classifier that judged the run with its measured agreement on the labelled
-    set's frozen part (reported next to every score that uses it), and how many texts were
-    withheld as hashes."""
+    """What a summary adds for an environment judged by a safety classifier: the classifier
+    that judged the run with its measured agreement on the labelled set's frozen part
+    (reported next to every score that uses it), and how many texts were withheld as hashes."""
     summary: dict[str, Any] = {}
     try:
         agreement = classifier_agreement(settings.classifier)
