@@ -354,7 +354,7 @@ def test_concurrent_requests_share_one_generate_and_get_their_one_at_a_time_repl
 def test_the_local_backend_computes_a_shared_system_prompt_once_and_replies_as_alone(tiny: Path, monkeypatch) -> None:
     import torch
 
-    from sv_dagster.core.models import local_backend
+    from sv_dagster.core.models import batching, local_backend
     from sv_dagster.core.models.registry import ModelSpec, Sampling
 
     backend = local_backend.LocalTransformersBackend(
@@ -366,8 +366,8 @@ def test_the_local_backend_computes_a_shared_system_prompt_once_and_replies_as_a
         for parameter in backend._model.parameters():
             parameter.normal_(0.0, 0.5)
     prefilled = []
-    prefill = local_backend.prefill_shared
-    monkeypatch.setattr(local_backend, "prefill_shared", lambda m, p, n: prefilled.append(len(p)) or prefill(m, p, n))
+    prefill = batching.prefill_shared
+    monkeypatch.setattr(batching, "prefill_shared", lambda m, p, n: prefilled.append(len(p)) or prefill(m, p, n))
     system = "You label network flows as benign or malicious from their ports and bytes. " * 4
     batch = [
         [{"role": "system", "content": system}, {"role": "user", "content": question}]

@@ -1,8 +1,9 @@
 """Batched generation over prompts that share their leading tokens: an eval's prompts share
 their system prompt, a GRPO group's completions share their whole prompt. The shared tokens
 are computed once and their cache repeated for every row (`prefill_shared`); the rest of each
-row is laid out after them (`pad_batch`). The model server (`serving.py`) and the training
-stages' GRPO (`sv_dagster.training.shared_prompt`) use these.
+row is laid out after them (`pad_batch`). The model server (`serving.py`) and the local
+backend (`local_backend.py`) generate through `generate_shared`; the training stages' GRPO
+(`sv_dagster.training.shared_prompt`) uses the parts.
 """
 
 from __future__ import annotations
@@ -64,3 +65,22 @@ def prefill_shared(model: Any, prefix: Any, rows: int) -> Any:
     model(input_ids=prefix[None, :], past_key_values=cache, use_cache=True, **keep)
     cache.batch_repeat_interleave(rows)
     return cache
+
+
+def generate_shared(
+    model: Any, rows: list[Any], masks: list[Any], pad: int, gen_config: Any, **kwargs: Any
+) -> tuple[Any, int]:
+    """One `generate` over `rows` (1-D token ids, with their masks), the prefix they share
+    computed once when it is worth it (`shared_prefix`); (the sequences, the width every
+    row's new tokens start at)."""
+    import torch
+
+    with torch.no_grad():
+        shared = shared_prefix(rows, model, gen_config)
+        input_ids, attention_mask = pad_batch(rows, masks, pad, shared)
+        if shared:
+            kwargs["past_key_values"] = prefill_shared(model, rows[0][:shared], len(rows))
+        sequences = model.generate(
+            input_ids=input_ids, attention_mask=attention_mask, generation_config=gen_config, **kwargs
+        )
+    return sequences, input_ids.shape[1]

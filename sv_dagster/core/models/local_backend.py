@@ -4,9 +4,9 @@ transformers, for CPU evaluation of trained checkpoints and the safety review.
 Concurrent requests from the runner are gathered into batches (one `generate` call per
 batch in a worker thread), so an eval of hundreds of examples runs a few dozen forward passes
 per token, not hundreds. The leading tokens every prompt of a batch shares (an eval's system
-prompt) are computed once and their cache repeated for every row, as the model server does
-(`sv_dagster.core.models.batching`): prefilling the prompts is most of an eval's compute on
-CPU. Decoding is greedy at temperature 0, sampled otherwise with the registry's seed.
+prompt) are computed once and their cache repeated for every row, through the model server's
+own `sv_dagster.core.models.batching.generate_shared`: prefilling the prompts is most of an
+eval's compute on CPU. Decoding is greedy at temperature 0, sampled otherwise with the registry's seed.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sv_dagster.core.models.batching import pad_batch, prefill_shared, shared_prefix
+from sv_dagster.core.models.batching import generate_shared
 from sv_dagster.core.models.completion import BackendConfigError, BackendUnavailable, Completion
 from sv_dagster.core.models.registry import ModelSpec
 
@@ -94,16 +94,8 @@ class LocalTransformersBackend:
         )
         if sample and s.seed is not None:
             torch.manual_seed(s.seed)
-        with torch.no_grad():
-            shared = shared_prefix(rows, model, config)
-            input_ids, attention_mask = pad_batch(
-                rows, [torch.ones_like(row) for row in rows], tokenizer.pad_token_id, shared
-            )
-            cache = {"past_key_values": prefill_shared(model, rows[0][:shared], len(rows))} if shared else {}
-            output = model.generate(
-                input_ids=input_ids, attention_mask=attention_mask, generation_config=config, **cache
-            )
-        width = input_ids.shape[1]
+        masks = [torch.ones_like(row) for row in rows]
+        output, width = generate_shared(model, rows, masks, tokenizer.pad_token_id, config)
         results = []
         for generated, row in zip(output, rows):
             new = generated[width:]

@@ -57,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sv_dagster.core.models.batching import pad_batch, prefill_shared, shared_prefix
+from sv_dagster.core.models.batching import generate_shared
 from sv_dagster.core.models.completion import BackendUnavailable
 
 if TYPE_CHECKING:
@@ -467,16 +467,10 @@ def batching_generate_manager(
             gen_config.pad_token_id = pad
         rows = [p.inputs["input_ids"][0] for p in group]
         masks = [p.inputs.get("attention_mask", torch.ones_like(p.inputs["input_ids"]))[0] for p in group]
-        kwargs: dict[str, Any] = {"generation_config": gen_config, "tokenizer": processor}
+        kwargs: dict[str, Any] = {"tokenizer": processor}
         if hasattr(model, "has_talker"):
             kwargs["generation_mode"] = "text"
-        with torch.no_grad():
-            shared = shared_prefix(rows, model, gen_config)
-            input_ids, attention_mask = pad_batch(rows, masks, pad, shared)
-            if shared:
-                kwargs["past_key_values"] = prefill_shared(model, rows[0][:shared], len(rows))
-            sequences = model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
-        width = input_ids.shape[1]
+        sequences, width = generate_shared(model, rows, masks, pad, gen_config, **kwargs)
         results = []
         for i, row in enumerate(rows):
             new = sequences[i, width:]
