@@ -6,6 +6,8 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import re
+import subprocess
+import sys
 
 from sv_env_code_vulnerability.config import load_reward_settings
 from sv_env_code_vulnerability.patching import apply_diff
@@ -90,3 +92,28 @@ def test_jsonl_dataset_roundtrip_and_errors(tmp_path):
     with pytest.raises(DatasetError) as info:
         load_tasks(bad)
     assert "bad.jsonl:1" in str(info.value) and "bad.jsonl:2" in str(info.value) and "bad.jsonl:3" in str(info.value)
+
+
+def test_bandit_is_first_imported_under_the_lock_that_serializes_its_scans(tmp_path):
+    # A fresh interpreter, so that bandit's first import happens inside bandit_scan. A
+    # finder notes whether the importing thread holds the lock when bandit loads: an import
+    # outside it can compile modules while another thread's scan runs ast.parse.
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import sys\n"
+        "from sv_env_code_vulnerability import scanning\n"
+        "held = []\n"
+        "class Probe:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'bandit.core.manager':\n"
+        "            held.append(scanning.AST_LOCK._is_owned())\n"
+        "        return None\n"
+        "sys.meta_path.insert(0, Probe())\n"
+        "assert 'bandit' not in sys.modules\n"
+        "result = scanning.bandit_scan('m.py', 'import subprocess\\nsubprocess.call(\"ls\", shell=True)\\n')\n"
+        "print(held, result.status, sorted(result.counts))\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[0] == "[True]", done.stdout
+    assert " ok " in done.stdout and "B602" in done.stdout, done.stdout
