@@ -390,8 +390,9 @@ def training_text(result, env_short: str) -> str:
             stages.append((rest[-1], metadata))
         elif kind == "safety_review":
             review = metadata
-    order = {"base": 0, "sft": 1, "rlft1": 2}
-    rows.sort(key=lambda r: order.get(r["model"].rsplit("-", 1)[-1], 9))
+    from sv_dagster.training.catalog import stage_order
+
+    rows.sort(key=lambda r: stage_order(r["model"]))
     from sv_dagster.instance.lineage import metadata_value
 
     lines = [f"\n== training: {env_short} base -> SFT -> RLFT (GRPO), 95% bootstrap CIs"]

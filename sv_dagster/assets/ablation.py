@@ -64,9 +64,9 @@ def build_ablation_asset(env_short: str) -> dg.AssetsDefinition:
         ins={
             "dataset": dg.AssetIn(key=["dataset", env_short]),
             "sft_data": dg.AssetIn(key=["sft_data", env_short]),
-            "base": dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, "base"))),
-            "sft": dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, "sft"))),
-            "baseline": dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, "rlft_stage1"))),
+            "base": dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, catalog.BASE.asset))),
+            "sft": dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, catalog.SFT.asset))),
+            "baseline": dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, catalog.RLFT1.asset))),
         },
         group_name="ablations",
         kinds={"json", "markdown"},

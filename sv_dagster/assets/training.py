@@ -414,7 +414,7 @@ def dev_eval(
 def _train(
     context: dg.AssetExecutionContext,
     env_short: str,
-    stage: str,
+    stage: catalog.Stage,
     config: TrainingRunConfig,
     sft_data: Artifact,
     dataset: Artifact | None,
@@ -424,15 +424,15 @@ def _train(
     mix: dict[str, Artifact] | None = None,
 ) -> Artifact:
     training = resolve_config(env_short, config)
-    out = checkpoint_dir(context, f"{training.model.name}-{env_short}", stage)
-    train = Path(sft_data.files["grpo" if stage == "rlft_stage1" else "sft"])
+    out = checkpoint_dir(context, f"{training.model.name}-{env_short}", stage.asset)
+    train = Path(sft_data.files[stage.data])
     mixed = None
-    if stage == "sft" and training.sft.mix:
+    if stage == catalog.SFT and training.sft.mix:
         train, mixed = _mixed_sft_rows(context, env_short, training, train, mix or {}, out)
     data = {"train": str(train), f"tasks/{env_short}": str(sft_data.files["tasks"])}
     record = run_training_stage(
         context,
-        stage={"rlft_stage1": "grpo"}.get(stage, stage),
+        stage=stage.process,
         env_short=env_short,
         config=training,
         out=out,
@@ -448,7 +448,7 @@ def _train(
         training,
         out,
         record,
-        stage=stage,
+        stage=stage.asset,
         env_label=env_short,
         registry_model=registry_model,
         sample=bool(sft_data.facts.get("sample")),
@@ -490,37 +490,27 @@ def _mixed_sft_rows(
     return target, counts
 
 
-STAGE_DOCS = {
-    "base": "the starting model: the tiny model built here (tokenizer trained on sft_data, random init) or a named "
-    "pretrained model",
-    "sft": "supervised fine-tuning (TRL SFTTrainer) on sft_data, stopped by epochs or steps",
-    "rlft_stage1": "GRPO (TRL GRPOTrainer) on the environment's own rewards (weights from its reward TOML or the "
-    "experiment), starting from the SFT checkpoint",
-}
-
-
-def build_stage_asset(env_short: str, stage: str) -> dg.AssetsDefinition:
+def build_stage_asset(env_short: str, stage: catalog.Stage) -> dg.AssetsDefinition:
     env = ENVS[env_short]
     ins = {"sft_data": dg.AssetIn(key=["sft_data", env_short])}
-    upstream_stage = {"sft": "base", "rlft_stage1": "sft"}.get(stage)
-    if upstream_stage:  # a trained stage: its dev eval reads the dataset
+    if stage.upstream:  # a trained stage: its dev eval reads the dataset
         ins["dataset"] = dg.AssetIn(key=["dataset", env_short])
-        ins["upstream"] = dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, upstream_stage)))
-    if stage == "sft":  # other environments' rows its config mixes in
+        ins["upstream"] = dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, stage.upstream)))
+    if stage == catalog.SFT:  # other environments' rows its config mixes in
         ins.update({f"mix_{other}": dg.AssetIn(key=["sft_data", other]) for other in catalog.sft_mix_envs(env_short)})
     declare = provenance_asset(
-        key=asset_key_of(catalog.checkpoint_key(env_short, stage)),
+        key=asset_key_of(catalog.checkpoint_key(env_short, stage.asset)),
         ins=ins,
         group_name=env_group(env_short, "training"),
         kinds=TRAINING_KINDS,
-        pool=None if stage == "base" else "gpu",  # one training process on the GPU at a time
-        op_tags=gpu_op_tags(stage != "base"),
-        tags={"sv/env": env_short, "sv/stage": stage},
-        description=f"{env.env_id}: {STAGE_DOCS[stage]}. Trains in its own process through Dagster Pipes; weights, "
+        pool=None if stage == catalog.BASE else "gpu",  # one training process on the GPU at a time
+        op_tags=gpu_op_tags(stage != catalog.BASE),
+        tags={"sv/env": env_short, "sv/stage": stage.asset},
+        description=f"{env.env_id}: {stage.doc}. Trains in its own process through Dagster Pipes; weights, "
         "config, reward weights and input data versions are saved together under outputs/checkpoints/. "
         "Then evaluated on the dev split (metadata dev_eval); the test split only by the eval assets.",
     )
-    if upstream_stage is None:
+    if stage.upstream is None:
 
         def first_stage(
             context: dg.AssetExecutionContext,
@@ -655,7 +645,7 @@ class SignoffConfig(dg.Config):
 
 
 def build_signoff_asset(env_short: str) -> dg.AssetsDefinition:
-    review_key = catalog.review_key(env_short, "rlft_stage1")
+    review_key = catalog.review_key(env_short, catalog.RLFT1.asset)
 
     @provenance_asset(
         key=["safety_signoff", env_short],
@@ -706,10 +696,10 @@ def build_signoff_asset(env_short: str) -> dg.AssetsDefinition:
 
 
 def build_promoted_asset(env_short: str) -> dg.AssetsDefinition:
-    review_key = catalog.review_key(env_short, "rlft_stage1")
+    review_key = catalog.review_key(env_short, catalog.RLFT1.asset)
 
     @provenance_asset(
-        key=asset_key_of(catalog.checkpoint_key(env_short, "promoted")),
+        key=asset_key_of(catalog.checkpoint_key(env_short, catalog.PROMOTED.asset)),
         ins={"signoff": dg.AssetIn(key=["safety_signoff", env_short])},
         deps=[asset_key_of(review_key)],
         group_name=env_group(env_short, "training"),
@@ -758,7 +748,7 @@ def build_promoted_asset(env_short: str) -> dg.AssetsDefinition:
 def build_stage2_asset(owner: str, config: TrainingConfig) -> dg.AssetsDefinition:
     """Stage 2 from `owner`'s reviewed stage-1 checkpoint, over its config's curriculum."""
     envs = list(config.curriculum.envs)
-    start = catalog.review_key(owner, "rlft_stage1")
+    start = catalog.review_key(owner, catalog.RLFT1.asset)
 
     @provenance_asset(
         key=asset_key_of(catalog.STAGE2),
@@ -829,11 +819,11 @@ def training_assets() -> tuple[list[dg.AssetsDefinition], list[dg.AssetChecksDef
     for env_short in catalog.training_envs():
         assets.append(build_sft_data_asset(env_short))
         assets += [build_stage_asset(env_short, stage) for stage in catalog.ENV_STAGES]
-        review = catalog.review_key(env_short, "rlft_stage1")
+        review = catalog.review_key(env_short, catalog.RLFT1.asset)
         assets.append(
             build_review_asset(
                 review,
-                catalog.checkpoint_key(env_short, "rlft_stage1"),
+                catalog.checkpoint_key(env_short, catalog.RLFT1.asset),
                 [f"sft_data/{env_short}"],
                 f"the {env_short} stage-1 checkpoint",
             )

@@ -58,11 +58,15 @@ def training_jobs(models: dict[str, ModelSpec]) -> list[dg.UnresolvedAssetJobDef
     jobs = []
     for env in catalog.training_envs():
         sft = _sft_data(env) | dg.AssetSelection.assets(
-            *_keys(catalog.checkpoint_key(env, "base"), catalog.checkpoint_key(env, "sft"))
+            *_keys(catalog.checkpoint_key(env, catalog.BASE.asset), catalog.checkpoint_key(env, catalog.SFT.asset))
         )
-        review = catalog.review_key(env, "rlft_stage1")
-        chain = sft | dg.AssetSelection.assets(*_keys(catalog.checkpoint_key(env, "rlft_stage1"), review))
-        evaluated = {catalog.checkpoint_key(env, "base"), catalog.checkpoint_key(env, "sft"), review}
+        review = catalog.review_key(env, catalog.RLFT1.asset)
+        chain = sft | dg.AssetSelection.assets(*_keys(catalog.checkpoint_key(env, catalog.RLFT1.asset), review))
+        evaluated = {
+            catalog.checkpoint_key(env, catalog.BASE.asset),
+            catalog.checkpoint_key(env, catalog.SFT.asset),
+            review,
+        }
         jobs += [
             dg.define_asset_job(
                 name=f"sft_{env}",
@@ -80,7 +84,7 @@ def training_jobs(models: dict[str, ModelSpec]) -> list[dg.UnresolvedAssetJobDef
             dg.define_asset_job(
                 name=f"promote_{env}",
                 selection=dg.AssetSelection.assets(
-                    *_keys(f"safety_signoff/{env}", catalog.checkpoint_key(env, "promoted"))
+                    *_keys(f"safety_signoff/{env}", catalog.checkpoint_key(env, catalog.PROMOTED.asset))
                 ),
                 tags={"sv/env": env, "sv/program": "promotion"},
                 description=f"Record a human sign-off of the reviewed {env} checkpoint and promote it when approved "

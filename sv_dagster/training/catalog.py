@@ -10,7 +10,7 @@ new version of that model in the eval's lineage.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 
@@ -25,10 +25,61 @@ from sv_dagster.training.config import (
 )
 from sv_dagster.training.curriculum import stage2_defaults
 
-ENV_STAGES = ("base", "sft", "rlft_stage1")
+
+@dataclass(frozen=True)
+class Stage:
+    """One per-environment stage under each of its names."""
+
+    asset: str
+    """Its checkpoint asset: `checkpoint/<env>/<asset>`."""
+    process: str | None
+    """The training process that makes it (`training.stages.STAGES`); None: not trained here."""
+    suffix: str
+    """Its registry model: `<model>-<env>-<suffix>`."""
+    order: int
+    """Its row in training tables."""
+    data: str | None = None
+    """The sft_data file it trains on."""
+    upstream: str | None = None
+    """The asset of the stage it starts from."""
+    reviewed: bool = False
+    """A safety review gates it: its evals read the reviewed checkpoint."""
+    doc: str = ""
+
+
+BASE = Stage(
+    "base",
+    "base",
+    "base",
+    0,
+    data="sft",
+    doc="the starting model: the tiny model built here (tokenizer trained on sft_data, random init) or a named "
+    "pretrained model",
+)
+SFT = Stage(
+    "sft",
+    "sft",
+    "sft",
+    1,
+    data="sft",
+    upstream="base",
+    doc="supervised fine-tuning (TRL SFTTrainer) on sft_data, stopped by epochs or steps",
+)
+RLFT1 = Stage(
+    "rlft_stage1",
+    "grpo",
+    "rlft1",
+    2,
+    data="grpo",
+    upstream="sft",
+    reviewed=True,
+    doc="GRPO (TRL GRPOTrainer) on the environment's own rewards (weights from its reward TOML or the experiment), "
+    "starting from the SFT checkpoint",
+)
+PROMOTED = Stage("promoted", None, "promoted", 3, doc="the reviewed stage-1 checkpoint after a human sign-off")
+ENV_STAGES = (BASE, SFT, RLFT1)
 """The per-environment chain; stage 2 (curriculum) is across environments."""
-REVIEWED_STAGES = ("rlft_stage1",)
-"""Stages a safety review gates: their evals read the reviewed checkpoint."""
+STAGES = {stage.asset: stage for stage in (*ENV_STAGES, PROMOTED)}
 
 
 def checkpoint_key(env: str, stage: str) -> str:
@@ -96,9 +147,19 @@ def training_config(env: str) -> TrainingConfig:
     return _config(env)
 
 
-def model_name(config: TrainingConfig, env: str, stage: str) -> str:
-    short = {"base": "base", "sft": "sft", "rlft_stage1": "rlft1", "promoted": "promoted"}[stage]
-    return f"{config.model.name}-{env}-{short}"
+def model_name(config: TrainingConfig, env: str, stage: Stage) -> str:
+    return f"{config.model.name}-{env}-{stage.suffix}"
+
+
+def stage_by_model() -> dict[str, Stage]:
+    """Each per-environment checkpoint model's stage, by registry name."""
+    return {model_name(_config(env), env, stage): stage for env in training_envs() for stage in STAGES.values()}
+
+
+def stage_order(model: str) -> int:
+    """A registry model's row in training tables: by its stage, other models last."""
+    stage = stage_by_model().get(model)
+    return stage.order if stage is not None else len(STAGES)
 
 
 def stage2_model_name(config: TrainingConfig) -> str:
@@ -151,19 +212,19 @@ def checkpoint_models() -> dict[str, ModelSpec]:
         config = _config(env)
         base = config.model.base
         for stage in ENV_STAGES:
-            asset = review_key(env, stage) if stage in REVIEWED_STAGES else checkpoint_key(env, stage)
+            asset = (review_key if stage.reviewed else checkpoint_key)(env, stage.asset)
             name = model_name(config, env, stage)
             models[name] = _spec(
                 name,
                 asset,
                 (env,),
                 config,
-                f"{base} after {stage} on {env} (trained here; lineage names the checkpoint).",
+                f"{base} after {stage.asset} on {env} (trained here; lineage names the checkpoint).",
             )
-        name = model_name(config, env, "promoted")
+        name = model_name(config, env, PROMOTED)
         models[name] = _spec(
             name,
-            checkpoint_key(env, "promoted"),
+            checkpoint_key(env, PROMOTED.asset),
             (env,),
             config,
             f"The promoted {env} checkpoint (passed the automated review and a human sign-off). Skipped until one is promoted.",

@@ -324,6 +324,25 @@ def test_stage2_leaves_room_for_each_environment_it_mixes_and_a_run_still_overri
 # --- the training table ----------------------------------------------------------------------
 
 
+def test_one_stage_table_names_each_stage_as_the_registry_assets_and_trainer_do():
+    from sv_dagster.training.stages import STAGES as PROCESSES
+
+    models = catalog.checkpoint_models()
+    for env in catalog.training_envs():
+        names = []
+        for stage in catalog.STAGES.values():
+            name = catalog.model_name(catalog.training_config(env), env, stage)
+            key = (catalog.review_key if stage.reviewed else catalog.checkpoint_key)(env, stage.asset)
+            assert models[name].checkpoint_asset == key, name
+            names.append(name)
+        # Table order, whatever the names sort as: "rlft1" sorts before "sft".
+        assert sorted(reversed(names + ["other-model"]), key=catalog.stage_order) == names + ["other-model"]
+    for stage in catalog.ENV_STAGES:
+        assert stage.process in PROCESSES and stage.data in ("sft", "grpo")
+        assert stage.upstream is None or catalog.STAGES[stage.upstream].order < stage.order
+    assert catalog.RLFT1.asset == "rlft_stage1" and catalog.RLFT1.process == "grpo" and catalog.RLFT1.suffix == "rlft1"
+
+
 def test_the_training_table_shows_each_environments_own_metrics():
     from sv_dagster.cli import _training_row, training_columns
 
