@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from sv_dagster.training.rewards import EnvRewardAdapter
+from sv_shared.capabilities import ToolTask
 
 
 class TaskTools:
@@ -36,9 +37,9 @@ class TaskTools:
 
     def reset(self, **row: Any) -> None:
         task = self.adapter.tasks[(row["env"], row["task_key"])]
-        functions = getattr(task, "tool_functions", None)
-        self.functions = {f.__name__: f for f in functions()} if callable(functions) else {}
-        self.budget = getattr(task, "tool_budget", None)
+        offers = isinstance(task, ToolTask)
+        self.functions = {f.__name__: f for f in task.tool_functions()} if offers else {}
+        self.budget = task.tool_budget if offers else None
         self.calls = 0
 
     def _call(self, name: str, arguments: dict[str, Any]) -> str:
@@ -83,8 +84,7 @@ def _functions_by_name(tasks: Iterable[Any]) -> dict[str, Callable[..., Any]]:
     share one signature per name."""
     found: dict[str, Callable[..., Any]] = {}
     for task in tasks:
-        functions = getattr(task, "tool_functions", None)
-        for function in functions() if callable(functions) else ():
+        for function in task.tool_functions() if isinstance(task, ToolTask) else ():
             found.setdefault(function.__name__, function)
     return found
 

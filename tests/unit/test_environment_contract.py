@@ -84,3 +84,31 @@ def test_the_pipeline_names_no_environment() -> None:
 def test_the_check_sees_an_environment_name() -> None:
     assert ENV_NAME.search('    if env.short == "e5":') and ENV_NAME.search("from sv_env_redteam_defense import X")
     assert not ENV_NAME.search("for env in ENVS.values():")
+
+
+def test_each_environment_offers_through_the_task_protocols_what_it_declares() -> None:
+    from sv_shared.capabilities import DetailedTask, DialogueTask, ToolTask, WithholdingTask
+
+    for short, env in ENVS.items():
+        task = next(env.iter_tasks(None, None, limit=1, seed=0))  # the package's bundled sample
+        if env.counterpart_env is not None:  # the runner plays the other side through respond
+            assert isinstance(task, DialogueTask), short
+        if env.positive_label is not None:  # a labelling task answers once
+            assert not isinstance(task, DialogueTask), short
+        assert isinstance(task, WithholdingTask) == env.withholds_unsafe, short
+        if env.tool_reward is not None:
+            assert isinstance(task, ToolTask) and task.tool_budget > 0, short
+        if isinstance(task, ToolTask | DialogueTask):  # what happened is worth a look in results
+            assert isinstance(task, DetailedTask), short
+
+
+def test_a_task_with_tools_but_no_budget_is_refused_by_name() -> None:
+    from sv_dagster.core.evals.runner import task_tools
+
+    class HalfToolTask:
+        def tool_functions(self) -> list:
+            return []
+
+    with pytest.raises(TypeError, match="HalfToolTask offers tool_functions but no tool_budget"):
+        task_tools(HalfToolTask())  # type: ignore[arg-type]
+    assert task_tools(object()) == ([], 0)  # type: ignore[arg-type]

@@ -174,7 +174,7 @@ class ConfigVerificationTask(vf.Task[ConfigVerificationData, vf.State, ConfigVer
             digest.update(part.encode("utf-8", "surrogatepass") + b"\0")  # any str, lone surrogates too
         return digest.hexdigest()
 
-    def details(self, completion: str | None) -> dict[str, Any] | None:
+    def details(self, completion: str | None, turns: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
         """The finished verification of `completion` (as the rewards saw it: the stripped
         last reply), for the results row: oracle, tools, detection scores, patch outcome."""
         entry = self._memo().get(self._memo_key((completion or "").strip()))

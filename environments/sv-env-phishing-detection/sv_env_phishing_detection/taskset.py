@@ -162,7 +162,7 @@ class PhishingTask(vf.Task[PhishingData, vf.State, PhishingTaskConfig]):
             )
         return entry[1]
 
-    def details(self, completion: str | None) -> dict[str, Any]:
+    def details(self, completion: str | None, turns: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         """Which evidence items verified and why (stored per results row), and the email's
         group in its corpus where it has one (SpamAssassin's easy_ham, hard_ham, spam): the
         summary reports false alarms per group."""

@@ -12,7 +12,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # each imports its own dependencies; a plugin that offers none needs none of them
+    from sv_shared.corpora import CorpusSpec
+    from sv_shared.sft import SftSpec
+    from sv_shared.synthetic import SyntheticSpec
 
 ENTRY_POINT_GROUP = "sv_dagster.environments"
 
@@ -132,12 +137,12 @@ class Environment:
     write_bundled_dataset: Callable[[Any], Any] | None = None
     """Writes the package's bundled SAMPLE rows, in its dataset shape, to a path: the
     `bundled` test source of its dataset, and a tournament's defense probes."""
-    synthetic: Any = None
-    """How the environment makes its daily synthetic batch (an `sv_shared.synthetic.SyntheticSpec`)."""
-    corpora: Any = None
-    """How third-party corpora become its rows (an `sv_shared.corpora.CorpusSpec`)."""
-    sft: Any = None
-    """How its tasks become SFT targets, with difficulty and variants (an `sv_shared.sft.SftSpec`)."""
+    synthetic: SyntheticSpec | None = None
+    """How the environment makes its daily synthetic batch."""
+    corpora: CorpusSpec | None = None
+    """How third-party corpora become its rows."""
+    sft: SftSpec | None = None
+    """How its tasks become SFT targets, with difficulty and variants."""
     canonical_text: Callable[[Row], str] | None = None
     """A dataset row -> the text that makes two examples "the same" here (E1: a flow without
     its source port and duration; E4: subject and body), for the train vs dev/test leakage

@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Any, TextIO
 from sv_dagster.core.artifacts.redaction import redact_text
 from sv_dagster.core.evals.errors import RESUMABLE_ERRORS, ErrorKind
 from sv_dagster.core.evals.triage import is_refusal
+from sv_dagster.core.models.completion import SettlingBackend
 from sv_shared import textrefs
+from sv_shared.capabilities import DetailedTask, DialogueTask, FastScoringTask, ToolTask, WithholdingTask
 
 if TYPE_CHECKING:  # verifiers and openai take seconds to import; readers of results.jsonl need neither
     import verifiers.v1 as vf
@@ -54,7 +56,7 @@ def _finite(value: float | None) -> float | None:
 
 def is_dialogue(task: Any) -> bool:
     """A multi-turn task: the runner plays its conversation (`task.respond`) up to `task.max_turns`."""
-    return callable(getattr(task, "respond", None)) and hasattr(task, "max_turns")
+    return isinstance(task, DialogueTask)
 
 
 async def score_completion(
@@ -79,11 +81,10 @@ def _shortcut_scores(task: Any, completion: str, turns: list[dict[str, Any]] | N
     models); None sends the row the full way. Verifiers' trace bookkeeping costs several
     times what E4's rewards do. A shortcut that fails is not trusted: the full path then
     decides what the row records."""
-    fast = getattr(task, "fast_score", None)
-    if not callable(fast) or turns or is_dialogue(task):
+    if not isinstance(task, FastScoringTask) or turns or is_dialogue(task):
         return None
     try:
-        return fast(completion)
+        return task.fast_score(completion)
     except Exception:
         return None
 
@@ -104,10 +105,13 @@ class _ResultsWriter:
 
 def task_tools(task: vf.Task) -> tuple[list[Any], int]:
     """The tools a task offers the model and its tool-call budget (none for single-turn tasks)."""
-    functions = getattr(task, "tool_functions", None)
-    if functions is None:
-        return [], 0
-    return list(functions()), int(getattr(task, "tool_budget", 4))
+    if isinstance(task, ToolTask):
+        return list(task.tool_functions()), task.tool_budget
+    if hasattr(task, "tool_functions"):  # half a ToolTask: say so rather than guess a budget
+        raise TypeError(
+            f"{type(task).__name__} offers tool_functions but no tool_budget (sv_shared.capabilities.ToolTask)"
+        )
+    return [], 0
 
 
 def _add_usage(total: dict[str, int] | None, usage: dict[str, int] | None) -> dict[str, int] | None:
@@ -121,9 +125,8 @@ def _add_usage(total: dict[str, int] | None, usage: dict[str, int] | None) -> di
 
 def _settle(backend: Backend, replies: list[Any], outcome: str) -> None:
     """Tell a caching backend which replies were scored (only those are stored)."""
-    settle = getattr(backend, "settle", None)
-    if settle is not None:
-        settle(replies, outcome == "scored")
+    if isinstance(backend, SettlingBackend):
+        backend.settle(replies, outcome == "scored")
 
 
 async def _run_one(
@@ -309,11 +312,10 @@ async def _run_dialogue(
 async def withhold_unsafe(task: Any, row: dict[str, Any]) -> None:
     """Let the task swap text its safety judge marks unsafe for hash markers before the
     row is stored. If the judge cannot be asked, no conversation text is stored at all."""
-    withhold = getattr(task, "withhold_unsafe", None)
-    if withhold is None:
+    if not isinstance(task, WithholdingTask):
         return
     try:
-        row["withheld_texts"] = await withhold(row)
+        row["withheld_texts"] = await task.withhold_unsafe(row)
     except Exception as exc:
         dropped = f"[text dropped: the safety judge failed ({type(exc).__name__})]"
         for field_name in ("prompt", "turns"):
@@ -358,10 +360,11 @@ async def score_row(
         )
         return ErrorKind.SCORING
     row.update(rewards=scores, reward_weights=weights, reward=_finite(total), error=None, error_kind=None)
-    details = getattr(task, "details", None)  # what the verifier found (tool results, test runs)
-    if details is not None:
+    if isinstance(task, DetailedTask):  # what the verifier found (tool results, test runs)
         try:
-            row["details"] = details(completion, turns=row.get("turns")) if is_dialogue(task) else details(completion)
+            row["details"] = (
+                task.details(completion, turns=row.get("turns")) if is_dialogue(task) else task.details(completion)
+            )
         except Exception as exc:
             row["details"] = {"error": f"{type(exc).__name__}: {exc}"}
     return "scored"

@@ -4,7 +4,7 @@ in-process local backend and the HTTP ones share them without importing each oth
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from sv_dagster.core.models.registry import ModelSpec
 
@@ -50,3 +50,11 @@ class Backend(Protocol):
         ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class SettlingBackend(Backend, Protocol):
+    """A backend that keeps replies until their example's outcome is known (a response
+    cache stores only replies that were scored)."""
+
+    def settle(self, completions: list[Completion], scored: bool) -> None: ...
