@@ -54,6 +54,7 @@ from typing import Any
 
 from sv_dagster.core.artifacts.paths import PROJECT_ROOT
 from sv_dagster.runs import owner_tags
+from sv_shared.errors import UserError
 
 
 def _fmt(value: Any) -> str:
@@ -288,7 +289,7 @@ def _eval_table(env, entries: list[tuple[dict[str, Any], Path]]) -> str:
     return "\n".join([table, *(f"  {note}" for note in notes)])
 
 
-class CommandError(ValueError):
+class CommandError(UserError, ValueError):
     """A mistake in a command's arguments found past argparse; its message is the one line
     a person needs."""
 
@@ -850,44 +851,6 @@ USAGE_EXIT = 2
 """Exit status of a mistake in what was asked for (as argparse's own errors)."""
 
 
-def _user_errors() -> tuple[type[Exception], ...]:
-    """Errors that mean a person asked for something wrong or a config file they edit is
-    wrong, with a one-line message naming the fix: printed as that line, with no traceback
-    unless --verbose. Any other error is a fault and keeps its traceback."""
-    from sv_dagster.core.data.corpora.build import DatasetConfigError
-    from sv_dagster.core.data.corpora.registry import SourceRegistryError
-    from sv_dagster.core.data.leakage import LeakageConfigError
-    from sv_dagster.core.data.synthetic.sampling import SamplingConfigError
-    from sv_dagster.core.data.user_dataset import UserDatasetError
-    from sv_dagster.core.envs import EnvironmentPluginError
-    from sv_dagster.core.eval_request import EvalRequestError
-    from sv_dagster.core.models.pricing import PriceTableError
-    from sv_dagster.core.models.registry import RegistryError
-    from sv_dagster.executors import ExecutorConfigError
-    from sv_dagster.runs import RunCommandError
-    from sv_dagster.training.config import TrainingConfigError
-    from sv_dagster.training.review import ReviewConfigError
-    from sv_shared.rewardconfig import RewardConfigError
-
-    return (
-        CommandError,
-        EvalRequestError,
-        RunCommandError,
-        RegistryError,
-        PriceTableError,
-        SourceRegistryError,
-        DatasetConfigError,
-        UserDatasetError,
-        LeakageConfigError,
-        SamplingConfigError,
-        ExecutorConfigError,
-        TrainingConfigError,
-        ReviewConfigError,
-        RewardConfigError,
-        EnvironmentPluginError,
-    )
-
-
 def _positive_int(text: str) -> int:
     try:
         value = int(text)
@@ -1005,7 +968,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return _run(args)
-    except _user_errors() as exc:  # evaluated only when something was raised: no imports on success
+    except UserError as exc:  # a person can fix it: one line; anything else is a fault with its traceback
         if args.verbose:
             traceback.print_exc()
         # One line, the last of stderr: a message that spans lines is joined.

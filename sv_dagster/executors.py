@@ -31,6 +31,7 @@ import dagster as dg
 import yaml
 
 from sv_dagster.core.artifacts.paths import CONFIGS_DIR
+from sv_shared.errors import UserError
 
 EXECUTOR_ENV = "SV_EXECUTOR"
 EXECUTOR_CONFIG_ENV = "SV_EXECUTOR_CONFIG"
@@ -41,7 +42,7 @@ K8S_CONFIG_TAG = "dagster-k8s/config"
 FORKSERVER_PRELOAD = ("dagster._core.executor.multiprocess", "sv_dagster.definitions", "great_expectations")
 
 
-class ExecutorConfigError(ValueError):
+class ExecutorConfigError(UserError, ValueError):
     """SV_EXECUTOR names an unknown executor, or its config file is missing or invalid."""
 
 

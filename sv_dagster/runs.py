@@ -25,6 +25,8 @@ from pathlib import Path
 
 import dagster as dg
 
+from sv_shared.errors import UserError
+
 OWNER_HOST, OWNER_PID, OWNER_START = "sv/owner_host", "sv/owner_pid", "sv/owner_start"
 RESUMES_TAG = "sv/resumes"
 # NOT_STARTED too: a CLI process can die between creating its run and starting it.
@@ -37,7 +39,7 @@ UNFINISHED = [
 FINISHED_STATUSES = (dg.DagsterRunStatus.SUCCESS, dg.DagsterRunStatus.FAILURE, dg.DagsterRunStatus.CANCELED)
 
 
-class RunCommandError(ValueError):
+class RunCommandError(UserError, ValueError):
     """A run cannot be resumed as asked; the message says why in one line."""
 
 

@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sv_shared.environment import ENTRY_POINT_GROUP, Environment
+from sv_shared.errors import UserError
 
 if TYPE_CHECKING:
     import verifiers.v1 as vf
 
 
-class EnvironmentPluginError(RuntimeError):
+class EnvironmentPluginError(UserError, RuntimeError):
     """An installed environment's entry point is unusable; the message names it."""
 
 

@@ -11,13 +11,14 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from sv_dagster.core.models.registry import ModelSpec
+from sv_shared.errors import UserError
 
 OOD_SPLIT = "ood"
 """The dataset split of the sources marked `ood: true` (configs/sources.yaml): scored by the
 eval_ood/<env>/<model> assets and reported apart from the in-distribution test split."""
 
 
-class EvalRequestError(ValueError):
+class EvalRequestError(UserError, ValueError):
     """A mistake in what was asked for; its message is the one line a person needs."""
 
 

@@ -18,13 +18,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from sv_dagster.core.artifacts.paths import CONFIGS_DIR
 from sv_dagster.core.artifacts.yamlfile import read_yaml_mapping
+from sv_shared.errors import UserError
 
 TRAINING_DIR = CONFIGS_DIR / "training"
 PROFILES_DIR = TRAINING_DIR / "profiles"
 EXPERIMENTS_DIR = CONFIGS_DIR / "experiments"
 
 
-class TrainingConfigError(ValueError):
+class TrainingConfigError(UserError, ValueError):
     """A training config that cannot be used; the message names the file."""
 
 

@@ -25,11 +25,12 @@ import yaml
 from sv_dagster.core.artifacts.paths import CONFIGS_DIR
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.models.registry import ModelSpec, Sampling
+from sv_shared.errors import UserError
 
 REVIEW_CONFIG = CONFIGS_DIR / "safety" / "review.yaml"
 
 
-class ReviewConfigError(ValueError):
+class ReviewConfigError(UserError, ValueError):
     """A review config that cannot be used; the message names the file."""
 
 

@@ -209,3 +209,28 @@ def test_eval_entry_spec_mistakes(isolated: Path, capsys):
     )
     spec.write_text(json.dumps({**fields, "model": "heuristic", "dataset_path": str(isolated / "gone.jsonl")}))
     assert entry_line(spec) == f"sv_dagster.eval_entry: dataset_path {isolated / 'gone.jsonl'}: no such file"
+
+
+def test_any_user_error_ends_in_its_line_and_any_other_error_is_a_fault(isolated: Path, monkeypatch, capsys):
+    import sv_dagster.cli as cli
+    from sv_shared.errors import UserError
+
+    class NewConfigError(UserError, ValueError):
+        """A user error the command line has never heard of."""
+
+    def broken(message: str, kind: type[Exception]):
+        def run_check() -> int:
+            raise kind(message)
+
+        return run_check
+
+    monkeypatch.setattr(
+        cli, "run_check", broken("thresholds.yaml line 3: 'max' must be a number\n  (got 'x')", NewConfigError)
+    )
+    assert (
+        ended(capsys, USAGE_EXIT, ["check"])
+        == "sv-dagster check: thresholds.yaml line 3: 'max' must be a number; (got 'x')"
+    )
+    monkeypatch.setattr(cli, "run_check", broken("a bug", ValueError))
+    with pytest.raises(ValueError, match="a bug"):
+        main(["check"])

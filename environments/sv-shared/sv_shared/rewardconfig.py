@@ -9,10 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sv_shared.errors import UserError
 from sv_shared.rewards import CostConfig
 
 
-class RewardConfigError(ValueError):
+class RewardConfigError(UserError, ValueError):
     """A reward configuration file that cannot be used; the message names the file."""
 
 

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sv_dagster.core.artifacts.paths import CONFIGS_DIR
 from sv_dagster.core.artifacts.yamlfile import read_yaml_mapping
 from sv_shared import textrefs
+from sv_shared.errors import UserError
 
 CONFIG_PATH = CONFIGS_DIR / "leakage.yaml"
 REFERENCE_SPLITS = ("dev", "test", "corpus_test", "ood")
@@ -39,7 +40,7 @@ Row = dict[str, Any]
 _SPACE = re.compile(r"\s+")
 
 
-class LeakageConfigError(ValueError):
+class LeakageConfigError(UserError, ValueError):
     """configs/leakage.yaml cannot be used; the message is one line naming the file."""
 
 

@@ -17,12 +17,13 @@ from typing import Any
 
 from sv_dagster.core.artifacts.provenance import file_sha256
 from sv_dagster.core.envs import ENVS
+from sv_shared.errors import UserError
 from sv_shared.jsonl import DatasetError, json_objects
 
 Row = dict[str, Any]
 
 
-class UserDatasetError(ValueError):
+class UserDatasetError(UserError, ValueError):
     """A user's dataset file that cannot be evaluated; the message is one line naming the file."""
 
 

@@ -9,9 +9,10 @@ from pathlib import Path
 import yaml
 
 from sv_dagster.core.artifacts.paths import CONFIGS_DIR
+from sv_shared.errors import UserError
 
 
-class PriceTableError(ValueError):
+class PriceTableError(UserError, ValueError):
     """A price table that cannot be used; the message names the file."""
 
 

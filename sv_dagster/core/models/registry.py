@@ -15,13 +15,14 @@ from urllib.parse import urlsplit
 
 from sv_dagster.core.artifacts.paths import CONFIGS_DIR, slug
 from sv_dagster.core.artifacts.yamlfile import read_yaml_mapping
+from sv_shared.errors import UserError
 
 BACKENDS = ("heuristic", "oracle", "openai", "local")
 LOCAL_BACKENDS = ("heuristic", "oracle", "local")
 """Backends that run in this process and call no endpoint."""
 
 
-class RegistryError(ValueError):
+class RegistryError(UserError, ValueError):
     """A registry file that cannot be used; the message names the file and the model."""
 
 

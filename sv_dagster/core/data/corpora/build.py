@@ -29,9 +29,10 @@ from sv_dagster.core.data.user_dataset import UserRows
 from sv_dagster.core.envs import ENVS
 from sv_shared import textrefs
 from sv_shared.corpora import Curation, Item, Normalised, RowSchema, SourceSpec
+from sv_shared.errors import UserError
 
 
-class DatasetConfigError(ValueError):
+class DatasetConfigError(UserError, ValueError):
     """A dataset configuration that cannot be built; raised before any work."""
 
 

@@ -26,6 +26,7 @@ from sv_dagster.core.artifacts.yamlfile import read_yaml_mapping
 from sv_dagster.core.data.corpora.schemas import normalizers_for
 from sv_dagster.core.envs import ENVS
 from sv_shared.corpora import LabelSpec, SourceSpec
+from sv_shared.errors import UserError
 
 LOADERS = ("hf", "url", "local", "wheel", "npm")
 TYPES = ("str", "number", "int", "list", "any")
@@ -40,7 +41,7 @@ LEGACY_ENV_VARS = {"iot23": "SV_IOT23_SOURCE"}
 _ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 
-class SourceRegistryError(ValueError):
+class SourceRegistryError(UserError, ValueError):
     """A registry that cannot be used; the message names the file, the source and the field."""
 
 

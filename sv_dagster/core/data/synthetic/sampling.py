@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sv_dagster.core.models.registry import ModelSpec
+from sv_shared.errors import UserError
 
 SYSTEM = (
     "You write varied, realistic training data for security research tools. Follow the format you are asked "
@@ -25,7 +26,7 @@ SYSTEM = (
 )
 
 
-class SamplingConfigError(ValueError):
+class SamplingConfigError(UserError, ValueError):
     """Seed models that cannot sample (unknown name, embedded backend, bad temperature)."""
 
 
