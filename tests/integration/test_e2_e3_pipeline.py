@@ -1,6 +1,8 @@
-"""E2 and E3 through Dagster: bundled datasets, evals of the rule baseline and the oracle,
-tool-versioned provenance in the instance, tool calls in the oracle's conversation, and
-`dagster job execute -j eval_e2 / eval_e3` exactly as written."""
+"""E2 and E3 through Dagster: bundled datasets with the real test-only corpora beside them
+(Terrascan's fixtures; Bandit's examples and ICD's rule tests, read from their pinned
+packages), evals of the rule baseline and the oracle scored per source, tool-versioned
+provenance in the instance, tool calls in the oracle's conversation, and `dagster job
+execute -j eval_e2 / eval_e3` exactly as written."""
 
 from __future__ import annotations
 
@@ -19,8 +21,16 @@ from sv_dagster.definitions import build_definitions
 from tests.conftest import REPO_ROOT
 from tests.integration.test_e1_pipeline import latest, materialize
 
-E2_CORPORA = ["corpus/genkubesec", "corpus/k8s_policies", "corpus/terraform"]
-E3_CORPORA = ["corpus/devign", "corpus/bigvul", "corpus/juliet", "corpus/codexglue_defect", "corpus/stack_v2_commits"]
+E2_CORPORA = ["corpus/genkubesec", "corpus/k8s_policies", "corpus/terraform", "corpus/terrascan_infrastructure"]
+E3_CORPORA = [
+    "corpus/devign",
+    "corpus/bigvul",
+    "corpus/juliet",
+    "corpus/codexglue_defect",
+    "corpus/stack_v2_commits",
+    "corpus/bandit_examples",
+    "corpus/icd_rule_tests",
+]
 E2_PATH = [*E2_CORPORA, "dataset/e2", "eval/e2/heuristic", "eval/e2/tool_oracle"]
 E3_PATH = [*E3_CORPORA, "dataset/e3", "eval/e3/heuristic", "eval/e3/tool_oracle"]
 
@@ -34,7 +44,8 @@ def test_e2_evals_record_tools_their_versions_and_the_oracles_tool_calls(isolate
     result = materialize(build_definitions(), E2_PATH, instance)
     assert result.success
     dataset = latest(instance, "dataset/e2").asset_materialization.metadata
-    assert dataset["sample"].value is True and dataset["split_sizes"].value["test"] >= 24  # the bundled task set
+    # The bundled task set and 8 of Terrascan's resources (configs/sources.yaml's cap).
+    assert dataset["sample"].value is True and dataset["split_sizes"].value["test"] == 31 + 8
 
     # Provenance as the instance stores it (the event log), not just the files.
     oracle = latest(instance, "eval/e2/tool_oracle").asset_materialization.metadata
@@ -57,6 +68,10 @@ def test_e2_evals_record_tools_their_versions_and_the_oracles_tool_calls(isolate
     assert {"run_opa", "run_semgrep", "run_checkov", "run_kubelinter_rego"} <= called
     assert all(row["details"]["detection"]["f1"] == 1.0 for row in rows)
     assert any(vid.startswith("kubelinter_rego/") for row in rows for vid in row["details"]["oracle"])
+    # Terrascan's rows are scored apart, each labelled by its folder and by the tools.
+    real = summary["by_source"]["terrascan_infrastructure"]
+    assert real["n_examples"] == 8 == sum(row.get("test_source") == "terrascan_infrastructure" for row in rows)
+    assert real["label_agreement"]["n"] == 8 and summary["by_source"]["bundled"]["n_examples"] == 31
 
     heuristic_dir = Path(latest(instance, "eval/e2/heuristic").asset_materialization.metadata["artifact_path"].value)
     heuristic = json.loads((heuristic_dir / "summary.json").read_text())
@@ -74,14 +89,24 @@ def test_e3_evals_record_scanners_sandbox_and_test_outcomes(isolated: Path, inst
     assert metadata["tools"]["semgrep"]["available"] is True and metadata["tools"]["semgrep"]["ruleset_hash"]
     assert metadata["tools"]["sandbox"]["mode"] in {"bwrap", "unshare", "rlimits"}
     summary = json.loads((run_dir / "summary.json").read_text())
-    assert summary["fix_rate"] == 1.0 and summary["test_pass_rate"] == 1.0 and summary["n_errors"] == 0
+    bundled = summary["by_source"]["bundled"]
+    assert bundled["fix_rate"] == 1.0 and bundled["test_pass_rate"] == 1.0 and summary["n_errors"] == 0
     rows = read_results(run_dir / "results.jsonl")
     for row in rows:
-        assert row["details"]["tests"]["status"] == "ok" and row["details"]["patch"]["applied"] is True
+        assert row["details"]["patch"]["applied"] is True
         assert row["details"]["sandbox"]["mode"] == metadata["tools"]["sandbox"]["mode"]
+        if row.get("test_source"):  # a real module without tests: compiled and named in the sandbox
+            assert row["details"]["tests"] == "none" and row["details"]["module_check"]["status"] == "ok"
+        else:
+            assert row["details"]["tests"]["status"] == "ok"
+    for source in ("bandit_examples", "icd_rule_tests"):
+        assert (
+            summary["by_source"][source]["n_examples"] == 4
+            and summary["by_source"][source]["test_pass_rate"] == "no tests"
+        )
     heuristic_dir = Path(latest(instance, "eval/e3/heuristic").asset_materialization.metadata["artifact_path"].value)
     heuristic = json.loads((heuristic_dir / "summary.json").read_text())
-    assert 0.0 < heuristic["fix_rate"] < 1.0  # the regex fixer repairs some tasks, not all
+    assert 0.0 < heuristic["by_source"]["bundled"]["fix_rate"] < 1.0  # the regex fixer repairs some tasks, not all
 
 
 @pytest.mark.slow

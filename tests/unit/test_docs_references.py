@@ -37,6 +37,7 @@ RUNTIME_ROOTS = {
 ELSEWHERE = {
     "configs/training/e7.yaml": "the file the guide has its reader write for the example environment",
     "configs/resolved/eval.json": "inside vf-eval's output folder",
+    "tests/functional/test_functional.py": "inside Bandit's pinned sdist",
     **{
         f"data/{group}": "inside the SpamAssassin npm tarball"
         for group in ("easy-ham-1", "easy-ham-2", "hard-ham-1", "spam-1", "spam-2")

@@ -16,8 +16,8 @@ from sv_dagster.core.data.sdists import Sdist, fetch_sdist
 from sv_env_network_logs.flows import FLOW_FIELD_NAMES, parse_flow_question, render_flow_question
 
 ZAT = ("zat", "0.4.9", "ffd6155b55d4c253e91793c75870afdf2ccc3792c3a32fec4b32ea4184b415aa")
-TSV = ("zat-0.4.9/data/conn.log", "059569c79e483cc35b683d7ef48b9c7a5ca03f3f21a1f90c86b30d953dcb00e7")
-JSON_LINES = ("zat-0.4.9/data/json/conn.log", "0e9616983ccc7a4e983f5e2c75aa612da2bb6bcae5f9ac44890bbb9f18b4dc00")
+TSV = ("data/conn.log", "059569c79e483cc35b683d7ef48b9c7a5ca03f3f21a1f90c86b30d953dcb00e7")
+JSON_LINES = ("data/json/conn.log", "0e9616983ccc7a4e983f5e2c75aa612da2bb6bcae5f9ac44890bbb9f18b4dc00")
 
 
 @pytest.fixture(scope="module")

@@ -1,5 +1,6 @@
 """E2's corpora: Kubernetes manifests and Terraform files (GenKubeSec's labelled pairs, policy
-test suites, deliberately vulnerable repositories), one task row per file."""
+test suites, deliberately vulnerable repositories), one task row per file; and Terraform test
+fixtures whose files hold many resources (Terrascan's), one task row per resource."""
 
 import re
 from pathlib import PurePosixPath
@@ -15,6 +16,7 @@ from sv_shared.corpora import (
     RowSchema,
     SourceSpec,
     column,
+    label_of,
     records,
     refs,
     reject,
@@ -153,6 +155,50 @@ def config_files(spec: SourceSpec, frame: Any) -> Normalised:
     return result
 
 
+_VARIABLE_REF = re.compile(r"\bvar\.([A-Za-z_][A-Za-z0-9_-]*)")
+
+
+def terraform_resources(spec: SourceSpec, frame: Any) -> Normalised:
+    """One task per `resource` block of each Terraform file, with the file's `variable` blocks
+    it references before it; the source's label (`label`: e.g. Terrascan's fail/success
+    folder, the `_split` column) becomes `clean`. The file name shown to the model is the
+    resource's address, never the folder: the label would be in it. The tools' verdict is
+    the environment's own, taken when a row is scored."""
+    from sv_env_config_verification.inputs import InputError, terraform_blocks
+
+    result = Normalised()
+    where = refs(frame)
+    for i, row in enumerate(records(frame[["path", "text", "_split"]])):
+        path, text = text_of(row["path"]), text_of(row["text"])
+        if not path.lower().endswith(".tf"):
+            result.n_filtered += 1
+            continue
+        label = label_of(row["_split"], spec.label)[0] if spec.label is not None else None
+        clean = True if label == "clean" else False if label == "misconfigured" else None
+        problem = _config_problem(text)
+        try:
+            blocks = [] if problem else terraform_blocks(text)
+        except InputError as exc:
+            problem = str(exc)
+        if problem:
+            result.rejects.append(reject(spec.id, f"{where[i]} ({path})", problem))
+            continue
+        variables = {b["labels"][0]: b["text"] for b in blocks if b["kind"] == "variable" and b["labels"]}
+        for block in blocks:
+            if block["kind"] != "resource" or len(block["labels"]) != 2:
+                continue
+            address = ".".join(block["labels"])
+            used = dict.fromkeys(_VARIABLE_REF.findall(block["text"]))
+            content = "".join(f"{variables[name]}\n\n" for name in used if name in variables) + block["text"] + "\n"
+            record = _row(
+                spec, _safe_name(address, ".tf"), content, clean, {}, f"{spec.title}: {path}, resource {address}"
+            )
+            if spec.test_only:
+                record["test_source"] = spec.id
+            result.items.append(Item("e2", record, spec.id, f"{where[i]} ({path}: resource {address})"))
+    return result
+
+
 def _label(row: dict[str, Any]) -> str:
     clean = row.get("clean")
     return "clean" if clean is True else "misconfigured" if clean is False else "unknown"
@@ -167,6 +213,7 @@ CORPORA = CorpusSpec(
     normalizers={
         "e2_config_pairs": Normalizer(config_pairs),
         "e2_config_files": Normalizer(config_files, ("path_labels",)),
+        "e2_terraform_resources": Normalizer(terraform_resources),
     },
     schema=RowSchema(
         "e2",

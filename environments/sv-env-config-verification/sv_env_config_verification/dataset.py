@@ -1,8 +1,11 @@
 """E2 examples: the bundled SAMPLE corpus, or a JSONL file in the same schema.
 
 One record per file: {"id", "filename", "content", "expected": {"opa": [ids]}, "clean",
-"sample", "description"}. `expected` documents what the project's Rego policies report;
-scoring does not read it (the oracle is recomputed from the tools at scoring time).
+"sample", "description", "test_source"?}. `expected` documents what the project's Rego
+policies report; scoring does not read it (the oracle is recomputed from the tools at scoring
+time). `clean` is what the file's source says of it (the tools may disagree: each scored row
+records both). `test_source` names a test-only corpus the row came from (eval tables give
+such rows a line of their own).
 """
 
 from __future__ import annotations
@@ -31,13 +34,14 @@ class ConfigExample:
     clean: bool | None = None
     sample: bool = False
     description: str = ""
+    test_source: str | None = None
 
     @property
     def kind(self) -> str:
         return file_kind(self.filename)
 
     def to_record(self) -> dict[str, Any]:
-        return {
+        record = {
             "id": self.id,
             "filename": self.filename,
             "content": self.content,
@@ -46,6 +50,9 @@ class ConfigExample:
             "sample": self.sample,
             "description": self.description,
         }
+        if self.test_source is not None:
+            record["test_source"] = self.test_source
+        return record
 
 
 def corpus_dir() -> Path:
@@ -86,6 +93,9 @@ def _example(record: Any, where: str) -> ConfigExample:
     expected = record.get("expected") or {}
     if not isinstance(expected, dict):
         raise DatasetError(f"{where}: 'expected' must be an object of tool -> [ids]")
+    test_source = record.get("test_source")
+    if test_source is not None and (not isinstance(test_source, str) or not test_source):
+        raise DatasetError(f"{where}: 'test_source' must be a non-empty string")
     return ConfigExample(
         id=record["id"],
         filename=filename,
@@ -94,6 +104,7 @@ def _example(record: Any, where: str) -> ConfigExample:
         clean=record.get("clean"),
         sample=bool(record.get("sample", False)),
         description=str(record.get("description", "")),
+        test_source=test_source,
     )
 
 

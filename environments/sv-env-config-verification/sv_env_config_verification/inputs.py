@@ -285,6 +285,43 @@ def load_terraform(content: str | bytes, *, max_bytes: int = MAX_BYTES) -> dict[
     }
 
 
+def terraform_blocks(content: str | bytes) -> list[dict[str, Any]]:
+    """The top-level blocks of HCL `content` in file order, each {"kind", "labels", "text"}
+    (`resource`, `["aws_s3_bucket", "b"]`, the block's own text as written, comments inside
+    it included), parsed by python-hcl2 in the bounded worker. InputError as for
+    `load_terraform`."""
+    text = check_text(content)
+    if hcl_nested_deeper_than(text, MAX_DEPTH):
+        raise InputError(f"HCL nested deeper than {MAX_DEPTH} levels")
+    try:
+        spans = run_bounded(
+            "sv_env_config_verification.inputs:block_spans", text, deadline_s=HCL_DEADLINE_S, what="HCL"
+        )
+    except InputRefused as exc:
+        raise InputError(str(exc)) from exc
+    except ParserFailed as exc:
+        raise InputError(f"invalid HCL: {_one_line(exc.detail)}") from exc
+    return [{"kind": kind, "labels": labels, "text": text[start:end]} for kind, labels, start, end in spans]
+
+
+def block_spans(text: str) -> list[list[Any]]:
+    """[kind, labels, start, end] of each top-level block (character offsets into `text`);
+    what the bounded worker runs for `terraform_blocks`."""
+    import hcl2
+
+    tree = hcl2.parses_to_tree(text)
+    body = next((child for child in tree.children if getattr(child, "data", None) == "body"), None)
+    spans: list[list[Any]] = []
+    for node in body.children if body is not None else ():
+        if getattr(node, "data", None) != "block":
+            continue
+        parts = [child for child in node.children if hasattr(child, "data")]
+        kind = str(parts[0].children[0]) if parts and parts[0].data == "identifier" else ""
+        labels = [text[p.meta.start_pos : p.meta.end_pos].strip('"') for p in parts[1:] if p.data == "string"]
+        spans.append([kind, labels, node.meta.start_pos, node.meta.end_pos])
+    return spans
+
+
 _BLOCK_HEADER = re.compile(r'^[ \t]*(resource|data)\s+"([^"]+)"\s+"([^"]+)"', re.MULTILINE)
 
 

