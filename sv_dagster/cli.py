@@ -370,7 +370,7 @@ def run_demo(job_name: str, verbose: bool = False) -> int:
         chains = [env for env in catalog.training_envs() if catalog.training_config(env).demo]
         print(f"\ndemo 3/{DEMO_PHASES}: training chains {', '.join(f'rlft_{env}' for env in chains)}", flush=True)
         for env_short in chains:
-            code = code or run_training_demo(env_short, verbose)
+            code = code or run_training_demo(env_short, verbose, defs)
     if full and code == 0:
         print(f"\ndemo finished in {time.perf_counter() - started:.0f} s")
     return code
@@ -468,12 +468,13 @@ def training_text(result, env_short: str) -> str:
     return "\n".join(lines)
 
 
-def run_training_demo(env_short: str, verbose: bool = False) -> int:
-
+def run_training_demo(env_short: str, verbose: bool = False, defs: Any = None) -> int:
+    """Job `rlft_<env>` in-process, then its training table; `defs`: definitions already built."""
     from sv_dagster.definitions import build_definitions
 
     started = time.perf_counter()
-    job = _console_job(build_definitions().resolve_job_def(f"rlft_{env_short}"), verbose)
+    defs = defs if defs is not None else build_definitions()
+    job = _console_job(defs.resolve_job_def(f"rlft_{env_short}"), verbose)
     result = job.execute_in_process(
         instance=_instance(), run_config=console_logs(verbose), raise_on_error=False, tags=owner_tags()
     )

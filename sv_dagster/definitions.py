@@ -156,4 +156,9 @@ def build_definitions() -> dg.Definitions:
     return defs.map_asset_specs(func=lambda spec: spec.replace_attributes(owners=[OWNER]))
 
 
-defs = build_definitions()
+@dg.definitions
+def defs() -> dg.Definitions:
+    """The code location Dagster loads (webserver, daemon, `dagster job execute`, step workers):
+    built when it is loaded, not when this module is imported, so a command that builds its own
+    definitions builds them once."""
+    return build_definitions()

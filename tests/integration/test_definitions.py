@@ -444,3 +444,36 @@ def test_training_steps_ask_for_a_gpu_pod_and_share_the_gpu_pool(graph):
         config = json.loads(assets_def.op.tags["dagster-k8s/config"])
         assert config["container_config"]["resources"]["limits"]["nvidia.com/gpu"], key
         assert assets_def.op.pool == "gpu", key
+
+
+LOAD_COUNT = """
+import sv_dagster.core.models.registry as registry
+
+calls = []
+original = registry.load_registry
+
+
+def counted(*args, **kwargs):
+    calls.append(1)
+    return original(*args, **kwargs)
+
+
+registry.load_registry = counted
+import sv_dagster.definitions as location
+
+imported = len(calls)
+defs = location.defs()
+print(imported, len(calls) - imported, "rlft_e1" in {job.name for job in defs.resolve_all_job_defs()})
+"""
+
+
+def test_importing_the_code_location_builds_nothing_until_dagster_loads_it():
+    # Every command that builds its own definitions imports this module: an import that built
+    # them too would make each such command build twice (the demo built three times).
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", LOAD_COUNT], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported, loaded, has_job = done.stdout.split()[-3:]
+    assert imported == "0" and int(loaded) >= 1 and has_job == "True", done.stdout
