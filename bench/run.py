@@ -114,7 +114,7 @@ def bench_definitions_load(repeats: int = 5) -> dict:
 def bench_e1_path() -> dict:
     import dagster as dg
 
-    from sv_dagster.definitions import build_definitions
+    from sv_dagster.assembly import build_definitions
 
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["SV_OUTPUTS_DIR"] = str(Path(tmp) / "outputs")

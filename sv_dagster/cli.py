@@ -338,7 +338,7 @@ DEMO_PHASES = 3
 def run_demo(job_name: str, verbose: bool = False) -> int:
     import dagster as dg
 
-    from sv_dagster.definitions import build_definitions
+    from sv_dagster.assembly import build_definitions
 
     started = time.perf_counter()
     full = job_name == "demo"
@@ -470,7 +470,7 @@ def training_text(result, env_short: str) -> str:
 
 def run_training_demo(env_short: str, verbose: bool = False, defs: Any = None) -> int:
     """Job `rlft_<env>` in-process, then its training table; `defs`: definitions already built."""
-    from sv_dagster.definitions import build_definitions
+    from sv_dagster.assembly import build_definitions
 
     started = time.perf_counter()
     defs = defs if defs is not None else build_definitions()
@@ -490,7 +490,7 @@ def run_signoff(env_short: str, reviewer: str, verdict: str, note: str, verbose:
     job `promote_<env>` (the sign-off is an asset, so it is in the promoted checkpoint's lineage)."""
     import dagster as dg
 
-    from sv_dagster.definitions import build_definitions
+    from sv_dagster.assembly import build_definitions
 
     started = time.perf_counter()
     defs = build_definitions()
@@ -544,7 +544,7 @@ def run_eval_command(
     from sv_dagster.assets.evals import eval_asset_key
     from sv_dagster.core.envs import ENVS, env_by_id
     from sv_dagster.core.eval_request import ALL, check_limit, check_models, check_split, split_sizes
-    from sv_dagster.definitions import build_definitions
+    from sv_dagster.assembly import build_definitions
     from sv_dagster.training.catalog import load_models
 
     started = time.perf_counter()
@@ -774,7 +774,7 @@ def run_resume(run_id: str, verbose: bool = False) -> int:
     killed run's results folder (`resume_run_id`), as one new run."""
     import dagster as dg
 
-    from sv_dagster.definitions import build_definitions
+    from sv_dagster.assembly import build_definitions
     from sv_dagster.runs import plan_resume
 
     started = time.perf_counter()
@@ -1056,7 +1056,7 @@ def _run(args: argparse.Namespace) -> int:
             args.dataset,
         )
     if args.command == "lineage":
-        from sv_dagster.definitions import build_definitions
+        from sv_dagster.assembly import build_definitions
         from sv_dagster.instance.lineage import main_lineage
 
         return main_lineage(

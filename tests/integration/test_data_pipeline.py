@@ -12,9 +12,9 @@ import dagster as dg
 import pandas as pd
 import pytest
 
+from sv_dagster.assembly import build_definitions
 from sv_dagster.core.data.corpora import load_sources
 from sv_dagster.core.envs import ENVS
-from sv_dagster.definitions import build_definitions
 from tests.conftest import clear_source_overrides
 from tests.support.registry import rule_baselines_registry
 

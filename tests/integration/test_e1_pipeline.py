@@ -9,8 +9,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from sv_dagster.assembly import build_definitions
 from sv_dagster.core.evals.runner import read_results
-from sv_dagster.definitions import build_definitions
 
 E1_CORPORA = ["corpus/iot23", "corpus/cicids2017", "corpus/unsw_nb15"]  # configs/sources.yaml's E1 sources
 E1_PATH = [*E1_CORPORA, "dataset/e1", "eval/e1/heuristic"]

@@ -16,8 +16,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from sv_dagster.assembly import build_definitions
 from sv_dagster.core.evals.runner import read_results
-from sv_dagster.definitions import build_definitions
 from tests.conftest import REPO_ROOT
 from tests.integration.test_e1_pipeline import latest, materialize
 

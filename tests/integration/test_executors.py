@@ -23,7 +23,7 @@ import dagster as dg
 import pytest
 import yaml
 
-from sv_dagster.definitions import build_definitions
+from sv_dagster.assembly import build_definitions
 from sv_dagster.executors import (
     EXECUTORS_DIR,
     FORKSERVER_PRELOAD,

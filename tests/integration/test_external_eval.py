@@ -8,7 +8,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from sv_dagster.definitions import build_definitions
+from sv_dagster.assembly import build_definitions
 
 
 def results(instance: dg.DagsterInstance) -> dict[str, float]:

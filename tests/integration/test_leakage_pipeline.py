@@ -14,10 +14,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from sv_dagster.assembly import build_definitions
 from sv_dagster.core.data import leakage
 from sv_dagster.core.data.corpora import load_sources
 from sv_dagster.core.envs import ENVS
-from sv_dagster.definitions import build_definitions
 from tests.conftest import clear_source_overrides
 
 PARTITION = "2026-11-22"

@@ -10,7 +10,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from sv_dagster.definitions import build_definitions
+from sv_dagster.assembly import build_definitions
 from sv_dagster.instance.lineage import (
     LineageError,
     UnknownAssetKeyError,

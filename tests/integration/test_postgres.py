@@ -81,7 +81,7 @@ def test_runs_on_postgres_concurrently_without_lost_events(pg_instance_home: Pat
     assert type(instance.event_log_storage).__name__ == "PostgresEventLogStorage"
 
     # 1. One run in this process.
-    from sv_dagster.definitions import build_definitions
+    from sv_dagster.assembly import build_definitions
 
     result = build_definitions().resolve_job_def("eval_e1").execute_in_process(instance=instance)
     assert result.success

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import dagster as dg
 
+from sv_dagster.assembly import build_definitions
 from sv_dagster.cli import main
-from sv_dagster.definitions import build_definitions
 from sv_env_network_logs import heuristic_reply
 from tests.support.openai_server import LoopbackOpenAIServer
 from tests.support.registry import loopback_registry

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import dagster as dg
 
+from sv_dagster.assembly import build_definitions
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.evals.evaluation import evaluate
 from sv_dagster.core.evals.runner import compact_results, read_results
 from sv_dagster.core.models.backends import OpenAICompatibleBackend
 from sv_dagster.core.models.registry import ModelSpec
-from sv_dagster.definitions import build_definitions
 from sv_env_network_logs import heuristic_reply
 from tests.conftest import REPO_ROOT
 from tests.support.openai_server import LoopbackOpenAIServer

@@ -34,7 +34,7 @@ import dagster as dg
 from sv_dagster.core.data.corpora import load_sources
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.evals.runner import score_completion
-from sv_dagster.definitions import build_definitions
+from sv_dagster.assembly import build_definitions
 from sv_dagster.training.sft_data import build_examples
 
 defs = build_definitions()

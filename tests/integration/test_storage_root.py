@@ -11,8 +11,8 @@ from pathlib import Path
 
 import dagster as dg
 
+from sv_dagster.assembly import build_definitions
 from sv_dagster.core.artifacts.storage import content_hash_at
-from sv_dagster.definitions import build_definitions
 from sv_dagster.instance import local_artifact_path
 from tests.integration.test_e1_pipeline import E1_PATH, latest, materialize
 

@@ -11,10 +11,10 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
+from sv_dagster.assembly import build_definitions
 from sv_dagster.cli import main as cli
 from sv_dagster.core.data.synthetic import accepted_examples, write_accepted
 from sv_dagster.core.envs import ENVS
-from sv_dagster.definitions import build_definitions
 from tests.support.openai_server import LoopbackOpenAIServer
 from tests.support.registry import loopback_registry
 

@@ -57,7 +57,7 @@ def latest(instance: dg.DagsterInstance, path: str):
 def run_job(name: str, run_config: dict | None = None, only: list[str] | None = None):
     """Job `name` in-process; `only`: just those of its assets, with the job's config for them
     (a subset of a job keeps the job's config for every op, which then fails to validate)."""
-    from sv_dagster.definitions import build_definitions
+    from sv_dagster.assembly import build_definitions
 
     defs = build_definitions()
     job = defs.resolve_job_def(name)
@@ -252,7 +252,7 @@ def test_a_failed_review_blocks_the_eval_and_the_promotion(trained, instance_of,
     )
     strict.write_text(text)  # no number of canary hits is acceptable now: the review must fail
     monkeypatch.setenv("SV_SAFETY_REVIEW_CONFIG", str(strict))
-    from sv_dagster.definitions import build_definitions
+    from sv_dagster.assembly import build_definitions
 
     defs = build_definitions()
     job = defs.resolve_job_def("rlft_e1").get_subset(

@@ -14,7 +14,7 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from sv_dagster.definitions import build_definitions
+from sv_dagster.assembly import build_definitions
 from tests.conftest import REPO_ROOT
 from tests.integration.test_e1_pipeline import E1_CORPORA, E1_PATH, materialize
 from tests.support.webserver import (
