@@ -25,6 +25,7 @@ from typing import Any
 from sv_dagster.core.artifacts.redaction import write_redacted
 from sv_dagster.core.eval_request import OOD_SPLIT
 from sv_dagster.core.evals.runner import read_results
+from sv_dagster.core.reporting.figures import REPORT_CI_DIGITS, fmt, with_ci
 
 
 @dataclass(frozen=True)
@@ -81,10 +82,6 @@ def source_cells(run_id: str, data_version: str) -> str:
     return f"{run_id[:RUN_ID_SHOWN] or '-'} | {data_version[:DATA_VERSION_SHOWN] or '-'}"
 
 
-def _fmt(value: Any, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}" if isinstance(value, float) else str(value)
-
-
 def _link(record: EvalRecord, base: Path) -> str:
     return os.path.relpath(record.run_dir / "summary.json", base)
 
@@ -122,22 +119,22 @@ def row_cells(table: str, env: str) -> dict[str, Any]:
     if table == "weekly":
         return {
             **mean,
-            "previous": lambda cited: _fmt(cited[1].get("mean_reward")) if len(cited) > 1 else "-",
+            "previous": lambda cited: fmt(cited[1].get("mean_reward")) if len(cited) > 1 else "-",
             "delta": lambda cited: (
                 _delta(cited[0].get("mean_reward"), cited[1].get("mean_reward")) if len(cited) > 1 else "-"
             ),
             "accuracy [95% CI]": lambda cited: _with_ci(cited[0].get("accuracy"), _ci_of(cited[0], "accuracy")),
             # One table for every environment: "-" where a summary has no such figure.
             **{
-                title: lambda cited, key=key: _fmt(cited[0].get(key))
+                title: lambda cited, key=key: fmt(cited[0].get(key))
                 for title, key in CALIBRATION_COLUMNS + TOOL_COLUMNS
             },
         }
     cells = dict(mean)
     for title, key in report_columns(env):
         cells[f"{title} [95% CI]"] = lambda cited, key=key: _with_ci(cited[0].get(key), _ci_of(cited[0], key))
-    cells["n"] = lambda cited: _fmt(cited[0].get("n_examples"))
-    cells["errors"] = lambda cited: _fmt(cited[0].get("n_errors"))
+    cells["n"] = lambda cited: fmt(cited[0].get("n_examples"))
+    cells["errors"] = lambda cited: fmt(cited[0].get("n_errors"))
     return cells
 
 
@@ -326,8 +323,8 @@ def ood_row_cells() -> dict[str, Any]:
         return lambda cited: render(cited[1]) if len(cited) > 1 else "-"
 
     cells: dict[str, Any] = {
-        "n (test)": test_side(lambda summary: _fmt(summary.get("n_examples"))),
-        "n (ood)": lambda cited: _fmt(cited[0].get("n_examples")),
+        "n (test)": test_side(lambda summary: fmt(summary.get("n_examples"))),
+        "n (ood)": lambda cited: fmt(cited[0].get("n_examples")),
     }
     for title, key in OOD_METRICS:
         cells[f"{title} (test)"] = test_side(lambda summary, key=key: _with_ci(summary.get(key), _ci_of(summary, key)))
@@ -388,7 +385,7 @@ def _cited_row(record: EvalRecord, cited: list[dict[str, Any]], cells: dict[str,
 
 
 def _with_ci(value: Any, ci: list[float] | None) -> str:
-    return f"{_fmt(value)} [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else _fmt(value)
+    return with_ci(value, ci, REPORT_CI_DIGITS)
 
 
 def weekly_markdown(
@@ -529,7 +526,7 @@ def training_row_cells() -> dict[str, Any]:
         "wall time (s)": lambda cited: _seconds(training_figures(cited[0])["wall_seconds"]),
         "CPU hours": lambda cited: _hours(training_figures(cited[0])["cpu_hours"]),
         "GPU hours": lambda cited: _hours(training_figures(cited[0])["gpu_hours"]),
-        "steps": lambda cited: _fmt(training_figures(cited[0])["steps"]),
+        "steps": lambda cited: fmt(training_figures(cited[0])["steps"]),
     }
 
 
