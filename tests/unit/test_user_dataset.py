@@ -152,3 +152,15 @@ def test_the_built_dataset_records_the_file_and_its_hash(tmp_path: Path):
     write(path, {"question": FLOW, "answer": 0})
     second = build_user_dataset("e1", usable_user_rows("e1", path), tmp_path / "b")
     assert second.report["user_file"]["sha256"] != first.report["user_file"]["sha256"]
+
+
+def test_a_dataset_is_stale_unless_built_from_exactly_the_file_asked_for(tmp_path: Path):
+    from sv_dagster.core.data.user_dataset import dataset_stale
+
+    user = usable_user_rows("e1", write(tmp_path / "flows.jsonl", {"question": FLOW, "answer": 1}))
+    assert not dataset_stale(None, None, None)  # the environment's own data, asked for again
+    assert dataset_stale(str(user.path), user.sha256, None)  # a user's rows are never evaluated unasked
+    assert dataset_stale(None, None, user)
+    assert not dataset_stale(str(user.path), user.sha256, user)
+    assert dataset_stale(str(user.path), "0" * 64, user)  # the file changed since: its new bytes
+    assert dataset_stale(str(tmp_path / "other.jsonl"), user.sha256, user)

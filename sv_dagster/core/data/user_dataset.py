@@ -131,3 +131,14 @@ def usable_user_rows(env_short: str, path: str | Path) -> UserRows:
     first = user.reject_lines()[0]
     more = f"; and {len(user.rejects) - 1} more bad line(s)" if len(user.rejects) > 1 else ""
     raise UserDatasetError(f"--dataset {user.path} has no usable row: {first}{more}")
+
+
+def dataset_stale(built_from: str | None, built_sha256: str | None, user: UserRows | None) -> bool:
+    """Whether a dataset built from the user's file `built_from` (None: not from a user's file)
+    with bytes `built_sha256` must be built again before an eval of `user` (None: no file asked
+    for): one built from a user's file when none is asked for (a user's rows are never
+    evaluated unasked), or not from exactly the file asked for, path and sha256 (a changed file
+    is never evaluated as its older bytes). A dataset never built is stale too; the caller knows."""
+    if user is None:
+        return built_from is not None
+    return built_from != str(user.path) or built_sha256 != user.sha256

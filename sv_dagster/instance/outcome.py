@@ -1,0 +1,64 @@
+"""What an in-process run made, read from its materialization events as plain values: the
+eval summaries and tournament folders the command line prints, and a training chain's test
+evals, checkpoints and safety review."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sv_dagster.instance.lineage import metadata_value
+
+
+def _materializations(result):
+    for event in result.get_asset_materialization_events():
+        yield event.step_materialization_data.materialization
+
+
+@dataclass
+class RunOutcome:
+    evals: dict[str, list[tuple[dict[str, Any], Path]]] = field(default_factory=dict)
+    """Each environment's eval summaries and folders, in the order the run made them."""
+    tournaments: list[Path] = field(default_factory=list)
+
+
+def run_outcome(result) -> RunOutcome:
+    outcome = RunOutcome()
+    for materialization in _materializations(result):
+        kind = materialization.asset_key.path[0]
+        path = Path(materialization.metadata["artifact_path"].value) if kind in ("eval", "tournament") else None
+        if kind == "tournament":
+            outcome.tournaments.append(path)
+        elif kind == "eval":
+            summary = json.loads((path / "summary.json").read_text())
+            outcome.evals.setdefault(materialization.asset_key.path[1], []).append((summary, path))
+    return outcome
+
+
+@dataclass
+class TrainingOutcome:
+    rows: list[dict[str, Any]]
+    """The test evals' summaries, base -> SFT -> RLFT."""
+    stages: list[tuple[str, dict[str, Any]]]
+    """Each checkpoint's stage and recorded values (steps, hours, checkpoint_path, dev_eval, ...)."""
+    review: dict[str, Any] | None
+    """The safety review's `review_passed` and `reasons`, when the run reviewed."""
+
+
+def training_outcome(result) -> TrainingOutcome:
+    from sv_dagster.training.catalog import stage_order
+
+    rows, stages, review = [], [], None
+    for materialization in _materializations(result):
+        kind, *rest = materialization.asset_key.path
+        metadata = materialization.metadata
+        if kind == "eval":
+            rows.append(json.loads((Path(metadata["artifact_path"].value) / "summary.json").read_text()))
+        elif kind == "checkpoint":
+            stages.append((rest[-1], {name: metadata_value(metadata, name) for name in metadata}))
+        elif kind == "safety_review":
+            review = {name: metadata[name].value for name in ("review_passed", "reasons") if name in metadata}
+    rows.sort(key=lambda r: stage_order(r["model"]))
+    return TrainingOutcome(rows, stages, review)
