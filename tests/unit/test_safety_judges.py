@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from sv_dagster.cli import _classifier_line
 from sv_dagster.core.evals.safety import classifier_agreement, judges_agreement, preferred_judge, safety_summary
+from sv_dagster.core.reporting.console import classifier_line
 from sv_shared.redteam import classifier_spec, make_classifier
 from sv_shared.rewardconfig import read_reward_toml
 from sv_shared.safety import (
@@ -89,7 +89,7 @@ def rules_block() -> dict:
 
 
 def test_printed_line_shows_only_frozen_figures_with_cis(rules_block: dict) -> None:
-    line = _classifier_line(rules_block["classifier"], rules_block)
+    line = classifier_line(rules_block["classifier"], rules_block)
     assert "frozen part" in line and "n=38" in line
     first, second = line.split("\n")
     assert len(re.findall(r"\d\.\d{3} \[\d\.\d\d, \d\.\d\d\]", first)) == 3  # accuracy, kappa, recall
@@ -241,7 +241,7 @@ def test_learned_scoring_is_measured_beside_the_rules(learned_block: dict) -> No
         learned in learned_block["scoring_note"]
         and "sv-rules-safety@2 is measured beside it" in (learned_block["scoring_note"])
     )
-    first, second = _classifier_line(learned, learned_block).split("\n")
+    first, second = classifier_line(learned, learned_block).split("\n")
     assert first.startswith(f"judged by {learned};") and second.lstrip().startswith("sv-rules-safety@2 (not scoring)")
     assert "measured only" not in second
 

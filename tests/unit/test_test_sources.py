@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sv_dagster.cli import _eval_table
 from sv_dagster.core.data.corpora.curate import curate_items
 from sv_dagster.core.data.corpora.normalize import capped
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.evals.summary import summarize
+from sv_dagster.core.reporting.console import eval_table
 from sv_shared.corpora import Item
 
 
@@ -59,7 +59,7 @@ def _row(source: str | None, reward: float, tests: bool) -> dict:
 
 def _table(env, summary: dict, run_dir: Path) -> str:
     (run_dir / "metadata.json").write_text(json.dumps({"dataset": {"n_examples": summary["n_examples"]}}))
-    return _eval_table(env, [({**summary, "model": "heuristic"}, run_dir)])
+    return eval_table(env, [({**summary, "model": "heuristic"}, run_dir)])
 
 
 def test_the_summary_scores_each_source_apart_and_the_table_gives_each_a_row(tmp_path: Path):

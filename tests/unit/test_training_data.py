@@ -344,7 +344,7 @@ def test_one_stage_table_names_each_stage_as_the_registry_assets_and_trainer_do(
 
 
 def test_the_training_table_shows_each_environments_own_metrics():
-    from sv_dagster.cli import _training_row, training_columns
+    from sv_dagster.core.reporting.console import training_columns, training_row
 
     e1 = training_columns("e1")
     assert [title for title, _ in e1] == ["mean reward", "valid JSON", "accuracy", "ECE"]
@@ -358,5 +358,5 @@ def test_the_training_table_shows_each_environments_own_metrics():
         "unsafe_compliance_rate": 0.0,
         "ci95": {"mean_reward": [0.84, 0.92]},
     }
-    row = _training_row(summary, "sft", training_columns("e6"))
+    row = training_row(summary, "sft", training_columns("e6"))
     assert row["mean_reward"] == "0.880 [0.84, 0.92]" and row["unsafe_compliance_rate"] == "0.000"

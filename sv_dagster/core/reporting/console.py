@@ -28,17 +28,38 @@ def subset_note(run_dir: Path) -> str:
 
 
 def eval_table(env, entries: list[tuple[dict[str, Any], Path]]) -> str:
-    """An environment's eval table: a row per model; for an environment with reference
-    policies, their rows after the models' and each model's margin over the best of them."""
+    """An environment's eval table: a row per model, or where some test rows come from a
+    test-only corpus, a row per model and source (`by_source`); for an environment with
+    reference policies, their rows after the models' and each model's margin over the best of
+    them; then the tables' notes (a source's from the model that scored most of its rows)."""
     from sv_dagster.core.evals.references import margin_text, table_rows
 
     models = [{**summary, "vs_ref": margin_text(summary)} for summary, _ in entries]
     titles = {key: title for title, key in env.columns} | {"mean_reward": "mean reward"}
     references, notes = table_rows(((summary, subset_note(path)) for summary, path in entries), titles)
-    if not references:
-        return format_table(models, env.columns)
-    table = format_table([*models, *references], (*env.columns, ("vs best ref", "vs_ref")))
+    by: tuple[tuple[str, str], ...] = ()
+    if any(summary.get("by_source") for summary in models):
+        models, source_notes = _rows_by_source(models)
+        by, notes = (("source", "source"),), [*notes, *source_notes]
+    columns = (*env.columns, ("vs best ref", "vs_ref")) if references else env.columns
+    table = format_table([*models, *references], columns, by=by)
     return "\n".join([table, *(f"  {note}" for note in notes)])
+
+
+def _rows_by_source(summaries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """A row per model and test source (the bundled task set first), and each source's notes
+    from the model that scored most of its rows."""
+    from sv_dagster.core.evals.summary import BUNDLED_SOURCE
+
+    rows: list[dict[str, Any]] = []
+    notes: dict[str, tuple[int, list[str]]] = {}
+    for summary in summaries:
+        groups = summary.get("by_source") or {BUNDLED_SOURCE: summary}
+        for source, group in sorted(groups.items(), key=lambda item: (item[0] != BUNDLED_SOURCE, item[0])):
+            rows.append({**group, "model": summary.get("model"), "source": source})
+            if group.get("table_notes") and group.get("n_examples", 0) > notes.get(source, (0, []))[0]:
+                notes[source] = (group["n_examples"], list(group["table_notes"]))
+    return rows, [f"{source}: {note}" for source, (_, texts) in notes.items() for note in texts]
 
 
 def _agreement_ci(report: dict[str, Any], key: str) -> str:

@@ -26,10 +26,15 @@ def with_ci(value: Any, ci: Sequence[float] | None, digits: int) -> str:
 
 
 def format_table(
-    rows: list[dict[str, Any]], columns: tuple[tuple[str, str], ...], first: tuple[str, str] = ("model", "model")
+    rows: list[dict[str, Any]],
+    columns: tuple[tuple[str, str], ...],
+    first: tuple[str, str] = ("model", "model"),
+    *,
+    by: tuple[tuple[str, str], ...] = (),
 ) -> str:
-    """A console table: `first` and n, then `columns` ((title, key) pairs), padded to the widest cell."""
-    columns = (first, ("n", "n_examples"), *columns)
+    """A console table: `first`, the `by` columns and n, then `columns` ((title, key) pairs),
+    padded to the widest cell."""
+    columns = (first, *by, ("n", "n_examples"), *columns)
     header = [title for title, _ in columns]
     body = [[fmt(row.get(key)) for _, key in columns] for row in rows]
     widths = [max(len(cell) for cell in column) for column in zip(header, *body)]
