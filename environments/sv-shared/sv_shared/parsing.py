@@ -44,7 +44,7 @@ class ParsedAnswer:
     confidence: float | None
     """Finite float in [0, 1], or None when missing/invalid."""
     rationale: str | None
-    raw: dict | None
+    raw: dict[str, Any] | None
     """The JSON object the answer was read from, if any."""
     format_ok: bool
     """True only when an object was found, its label is allowed and its confidence is in [0, 1]."""
@@ -92,7 +92,7 @@ def _short(value: Any, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _loads_object(candidate: str) -> dict | None:
+def _loads_object(candidate: str) -> dict[str, Any] | None:
     try:
         value = json.loads(candidate)
     except (ValueError, RecursionError):  # JSONDecodeError, int-digit limit, deep nesting
@@ -120,7 +120,7 @@ def json_nested_deeper_than(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
     return b"[" in brackets
 
 
-def _decode_object_at(text: str, start: int) -> tuple[dict | None, int]:
+def _decode_object_at(text: str, start: int) -> tuple[dict[str, Any] | None, int]:
     """The JSON object starting at text[start] (or None), and roughly how many characters
     it took to find out.
 
@@ -167,13 +167,16 @@ class _Budget:
         return self.left > 0
 
 
-def _balanced_objects(text: str, budget: _Budget, known: tuple[int, dict, int] | None = None) -> Iterator[dict]:
+def _balanced_objects(
+    text: str, budget: _Budget, known: tuple[int, dict[str, Any], int] | None = None
+) -> Iterator[dict[str, Any]]:
     """Every `{...}` in `text` that parses as a JSON object, by start position (nested
     ones included). The JSON decoder itself finds where each object ends, so braces and
     escaped quotes inside strings are handled exactly as JSON defines them. The shared
     `budget` bounds the work: without it, adversarial input (many long, never-closed
     objects) would make every start position scan to the end. `known` is (start, object,
     length) of an object decoded already, not decoded again."""
+    value: dict[str, Any] | None
     for match in _OBJECT_START.finditer(text):
         if budget.left <= 0:
             return
@@ -186,7 +189,7 @@ def _balanced_objects(text: str, budget: _Budget, known: tuple[int, dict, int] |
             yield value
 
 
-def _candidate_objects(text: str) -> Iterator[dict]:
+def _candidate_objects(text: str) -> Iterator[dict[str, Any]]:
     """JSON objects in priority order: the whole text, then each fenced block (its whole
     content, then objects inside it), then objects anywhere in the text."""
     budget = _Budget()
@@ -235,7 +238,7 @@ def parsed_once(parse: Callable[[Any], T], maxsize: int = 128) -> Callable[[Any]
     return parse_once
 
 
-def extract_json_object(text: str | None) -> dict | None:
+def extract_json_object(text: str | None) -> dict[str, Any] | None:
     """The JSON object in a reply: the whole text, a fenced block, or the first balanced
     `{...}` that parses (later ones are tried when earlier ones do not). None when there
     is none or the reply is longer than MAX_REPLY_CHARS; never raises."""
@@ -260,7 +263,7 @@ class _Fields:
     keys are computed once per object, so an object of 100,000 keys costs one pass, not
     one per field looked up."""
 
-    def __init__(self, raw: dict) -> None:
+    def __init__(self, raw: dict[str, Any]) -> None:
         self.raw = raw
         self._folded: dict[str, Any] | None = None
 

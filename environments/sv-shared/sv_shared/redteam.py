@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,12 +38,16 @@ _ALTERNATIVE = re.compile(
 
 def is_refusal(text: str | None) -> bool:
     """The reply declines the request (in its first 400 characters, where refusals sit)."""
-    return bool(text) and bool(_REFUSAL.search(text[:400]))
+    if not text:
+        return False
+    return bool(_REFUSAL.search(text[:400]))
 
 
 def offers_alternative(text: str | None) -> bool:
     """The reply points to something safe it can do instead (a redirect, a resource)."""
-    return bool(text) and bool(_ALTERNATIVE.search(text))
+    if not text:
+        return False
+    return bool(_ALTERNATIVE.search(text))
 
 
 CLASSIFIER_KEYS = ("kind", "base_url", "model", "api_key_env", "timeout_s")
@@ -279,6 +283,8 @@ class JudgedTask:
     reaches the judge before any model call, and withholding unsafe text from a stored row."""
 
     settings: Any
+    report: Callable[[list[dict[str, Any]]], Awaitable[Any]]
+    """Declared only: each task defines it."""
 
     @property
     def judge(self) -> Judge:

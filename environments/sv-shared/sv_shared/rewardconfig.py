@@ -53,12 +53,16 @@ class RewardToml:
 
     def costs(self, positive_label: str) -> CostConfig:
         """[costs] of a labelling environment: positive_label, fn_cost, fp_cost, abstain_cost."""
-        numbers = {
-            key: self.number("costs", key, default)
-            for key, default in (("fn_cost", 5.0), ("fp_cost", 1.0), ("abstain_cost", 0.5))
-        }
+        fn_cost = self.number("costs", "fn_cost", 5.0)
+        fp_cost = self.number("costs", "fp_cost", 1.0)
+        abstain_cost = self.number("costs", "abstain_cost", 0.5)
         try:
-            return CostConfig(positive_label=str(self.table("costs").get("positive_label", positive_label)), **numbers)
+            return CostConfig(
+                positive_label=str(self.table("costs").get("positive_label", positive_label)),
+                fn_cost=fn_cost,
+                fp_cost=fp_cost,
+                abstain_cost=abstain_cost,
+            )
         except ValueError as exc:
             raise RewardConfigError(f"{self.path} [costs]: {exc}") from exc
 

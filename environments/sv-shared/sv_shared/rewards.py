@@ -34,7 +34,7 @@ def calibration_reward(
     those, so they are treated as missing rather than clipped)."""
     if predicted is None or predicted == abstain_label:
         return 0.0
-    if not _is_number(confidence) or not 0.0 <= confidence <= 1.0:  # also rejects NaN
+    if confidence is None or not _is_number(confidence) or not 0.0 <= confidence <= 1.0:  # also rejects NaN
         return 0.0
     correct = 1.0 if predicted == gold else 0.0
     return 1.0 - (float(confidence) - correct) ** 2

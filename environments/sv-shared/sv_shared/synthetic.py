@@ -260,10 +260,12 @@ class RowCandidates:
     s: Any
 
     def candidate_id(self, candidate: Any) -> str:
-        return candidate["id"]
+        candidate_id: str = candidate["id"]
+        return candidate_id
 
     def variation_prompt(self, candidate: Any) -> str | None:
-        return self.s.variation_prompt(candidate)
+        prompt: str | None = self.s.variation_prompt(candidate)
+        return prompt
 
     def vary(self, candidate: Any, text: str, new_id: str, rng: random.Random) -> Any:
         return self.s.parse_variation(candidate, text, new_id)

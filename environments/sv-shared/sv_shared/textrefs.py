@@ -18,7 +18,7 @@ import hashlib
 import os
 import re
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +80,7 @@ def get(digest: str, *, where: str = "") -> str:
     return data.decode("utf-8")
 
 
-def _map_strings(value: Any, change) -> Any:
+def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
     if isinstance(value, str):
         return change(value)
     if isinstance(value, dict):
@@ -155,7 +155,7 @@ def hydrate_row(row: dict[str, Any], *, where: str = "") -> dict[str, Any]:
     digests = digests_in(row)
     if not digests:
         return row
-    hydrated = hydrate(row, where=where)
+    hydrated: dict[str, Any] = hydrate(row, where=where)
     for key in ("info", "meta"):
         if isinstance(hydrated.get(key), dict):
             hydrated[key] = {**hydrated[key], REFS_FIELD: digests}
@@ -166,8 +166,9 @@ def hydrate_row(row: dict[str, Any], *, where: str = "") -> dict[str, Any]:
 def referenced_again(row: dict[str, Any]) -> dict[str, Any]:
     """A row built from a hydrated one (an eval result), with the texts `info.text_refs`
     names back as markers wherever they occur."""
-    info = row.get("info") if isinstance(row.get("info"), dict) else {}
-    digests = info.get(REFS_FIELD) or []
+    info = row.get("info")
+    digests = (info.get(REFS_FIELD) if isinstance(info, dict) else None) or []
     if not digests:
         return row
-    return by_reference(row, [get(d) for d in digests])
+    referenced: dict[str, Any] = by_reference(row, [get(d) for d in digests])
+    return referenced

@@ -105,7 +105,7 @@ def lexicon_categories(text: str, context: str | None = None, role: str = "agent
     return ()
 
 
-def _pipeline():
+def _pipeline() -> Any:
     from sklearn.feature_extraction.text import TfidfVectorizer
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline, make_union
@@ -155,7 +155,8 @@ class _CompiledJudge:
         from scipy.special import expit
 
         self._np, self._expit = np, expit
-        shapes, kinds = set(), {}
+        shapes: set[tuple[str, Any, Any]] = set()
+        kinds: dict[str, Any] = {}
         for name, pipeline in pipelines.items():
             blocks, _ = _pipeline_parts(name, pipeline)
             for kind, vectorizer in blocks:
@@ -297,7 +298,7 @@ def _pipeline_parts(name: str, pipeline: Any) -> tuple[list[tuple[str, Any]], An
         raise ValueError(f"model {name!r}: expected FeatureUnion + LogisticRegression, got {steps!r}")
     union, model = steps
     blocks = [vectorizer for _, vectorizer in union.transformer_list]
-    expected = {"lowercase": True, "strip_accents": None, "preprocessor": None, "tokenizer": None}
+    expected: dict[str, Any] = {"lowercase": True, "strip_accents": None, "preprocessor": None, "tokenizer": None}
     expected |= {"stop_words": None, "binary": False, "norm": "l2", "use_idf": True, "sublinear_tf": True}
     expected |= {"input": "content"}
     for vectorizer in blocks:
@@ -470,7 +471,7 @@ def cache_key(examples: Sequence[LabelledText]) -> str:
     import sklearn
 
     rows = [(e.id, e.text, e.context, e.role, e.unsafe, e.categories) for e in examples]
-    shape = (LearnedSafetyClassifier.__module__, LearnedSafetyClassifier.__qualname__)
+    shape: tuple[str, ...] = (LearnedSafetyClassifier.__module__, LearnedSafetyClassifier.__qualname__)
     shape += tuple(f.name for f in fields(LearnedSafetyClassifier))
     material = (rows, sorted(SETTINGS.items()), SEED, sklearn.__version__, shape, GUARDS)
     return hashlib.sha256(repr(material).encode()).hexdigest()[:16]

@@ -65,7 +65,7 @@ class ToolCache:
                 (key, result.tool, json.dumps(result.to_dict())),
             )
 
-    def stats(self) -> dict[str, float | int]:
+    def stats(self) -> dict[str, float | int | None]:
         with self._lock:
             total = self.hits + self.misses
             return {"hits": self.hits, "misses": self.misses, "hit_rate": (self.hits / total) if total else None}

@@ -21,7 +21,7 @@ import shutil
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,7 +61,8 @@ def _tool_version(path: str, args: tuple[str, ...]) -> str:
     except (OSError, ValueError):
         memo = {}
     if key in memo:
-        return memo[key]
+        version: str = memo[key]
+        return version
     try:
         out = subprocess.run([path, *args], capture_output=True, text=True, timeout=60, env=_tool_env())
     except (OSError, subprocess.TimeoutExpired) as exc:
@@ -143,13 +144,17 @@ CHECKOV_SEVERITY = {
 }
 
 
+_Parsed = tuple[dict[str, list[Finding]], dict[str, str]]
+"""A tool's findings by our file name, and its per-file errors."""
+
+
 @dataclass(frozen=True)
 class ToolDef:
     name: str
     binary: str
     version_args: tuple[str, ...]
     command: Callable[[str, Path | None, list[str]], list[str]]
-    parse: Callable[[dict[str, Any], dict[str, str]], tuple[dict[str, list[Finding]], dict[str, str]]]
+    parse: Callable[[dict[str, Any], dict[str, str]], _Parsed]
     """(tool JSON output, {path in output -> our file name}) -> (findings, per-file errors)."""
     ok_codes: tuple[int, ...] = (0, 1)
 
@@ -158,7 +163,7 @@ def _by_name(path: str, names: dict[str, str]) -> str | None:
     return names.get(path) or names.get(os.path.basename(path))
 
 
-def _parse_semgrep(out: dict[str, Any], names: dict[str, str]):
+def _parse_semgrep(out: dict[str, Any], names: dict[str, str]) -> _Parsed:
     findings: dict[str, list[Finding]] = {}
     for item in out.get("results", []):
         name = _by_name(item.get("path", ""), names)
@@ -183,7 +188,7 @@ def _parse_semgrep(out: dict[str, Any], names: dict[str, str]):
     return findings, errors
 
 
-def _parse_checkov(out: Any, names: dict[str, str]):
+def _parse_checkov(out: Any, names: dict[str, str]) -> _Parsed:
     findings: dict[str, list[Finding]] = {}
     reports = out if isinstance(out, list) else [out]
     for report in reports:
@@ -205,7 +210,7 @@ def _parse_checkov(out: Any, names: dict[str, str]):
     return findings, {}
 
 
-def _parse_bandit(out: dict[str, Any], names: dict[str, str]):
+def _parse_bandit(out: dict[str, Any], names: dict[str, str]) -> _Parsed:
     findings: dict[str, list[Finding]] = {}
     for item in out.get("results", []):
         name = _by_name(item.get("filename", ""), names)
@@ -219,7 +224,7 @@ def _parse_bandit(out: dict[str, Any], names: dict[str, str]):
                     message=str(item.get("issue_text", ""))[:300],
                 )
             )
-    errors = {}
+    errors: dict[str, str] = {}
     for err in out.get("errors", []):
         name = _by_name(err.get("filename", ""), names)
         if name is not None:
@@ -227,7 +232,7 @@ def _parse_bandit(out: dict[str, Any], names: dict[str, str]):
     return findings, errors
 
 
-def _parse_kubelinter(out: dict[str, Any], names: dict[str, str]):
+def _parse_kubelinter(out: dict[str, Any], names: dict[str, str]) -> _Parsed:
     # kube-linter's JSON: {"Reports": [{"Check", "Object": {"Metadata": {"FilePath"}}, "Diagnostic": {"Message"}}]}
     findings: dict[str, list[Finding]] = {}
     for report in out.get("Reports") or []:
@@ -363,7 +368,7 @@ class Scanner:
             "path": self.executable,
         }
 
-    def _result(self, findings=(), error: str | None = None) -> ToolResult:
+    def _result(self, findings: Iterable[Finding] = (), error: str | None = None) -> ToolResult:
         return ToolResult(self.tool, self.version, self.ruleset_hash, tuple(findings), error)
 
     def scan_many(self, files: Mapping[str, str], *, look_up: bool = True) -> dict[str, ToolResult]:
@@ -414,6 +419,7 @@ class Scanner:
                 names[str(path)] = name
                 names[path.name] = name
                 paths.append(str(path))
+            assert self.executable is not None  # scan_many answers without us when it is missing
             command = self.definition.command(self.executable, self.rules, paths)
             timeout = self.timeout_s + 2.0 * len(paths)
             try:
@@ -468,7 +474,7 @@ class Scanner:
             self._spawn(self._window(loop))
         return await future
 
-    def _spawn(self, coro) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)  # keep a reference until it finishes
         task.add_done_callback(self._tasks.discard)
@@ -500,7 +506,7 @@ class Scanner:
                 future.set_result(results[f"b{i}{Path(name).suffix}"])
 
 
-def _order(finding: Finding) -> tuple:
+def _order(finding: Finding) -> tuple[int, str, str]:
     return (finding.line or 0, finding.id, finding.message)
 
 
