@@ -26,8 +26,9 @@ class Violation:
 @dataclass(frozen=True)
 class ConfigAnswer:
     violations: tuple[Violation, ...]
-    patch: str | list | None
-    """A unified diff (text) or a JSON patch (list, or its JSON text); None when absent."""
+    patch: str | list[Any] | dict[str, Any] | None
+    """A unified diff (text) or a JSON patch (list, one operation, or its JSON text); None
+    when absent."""
     confidence: float | None
     raw: dict | None
     format_ok: bool

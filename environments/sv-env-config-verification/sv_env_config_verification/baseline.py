@@ -234,7 +234,7 @@ def kubernetes_fix(content: str, rules: set[str], kubelinter: Collection[str] = 
     ops: list[dict[str, Any]] = []
     for position, doc in enumerate(documents):
         value = doc.value
-        if not isinstance(value, dict) or _pod_spec(value) is None:
+        if not isinstance(value, dict) or (pod_spec := _pod_spec(value)) is None:
             continue
         kind = value.get("kind")
         prefix = f"/{position}" if multi else ""
@@ -244,7 +244,7 @@ def kubernetes_fix(content: str, rules: set[str], kubelinter: Collection[str] = 
             base = f"{prefix}/spec/jobTemplate/spec/template/spec"
         else:
             base = f"{prefix}/spec/template/spec"
-        pod = copy.deepcopy(_pod_spec(value))
+        pod = copy.deepcopy(pod_spec)
         spec = value["spec"]  # a dict: _pod_spec found a pod spec in it
         ops += _scheduling_fix(kind, spec, pod, base, kubelinter)
         if (

@@ -335,6 +335,6 @@ def terraform_block_lines(text: str) -> dict[str, int]:
     return lines
 
 
-def _one_line(exc: BaseException, limit: int = 300) -> str:
+def _one_line(exc: BaseException | str, limit: int = 300) -> str:
     text = " ".join(str(exc).split())
     return text if len(text) <= limit else text[: limit - 3] + "..."

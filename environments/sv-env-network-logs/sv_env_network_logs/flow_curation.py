@@ -68,7 +68,8 @@ def _value_texts(values: pd.Series) -> list[str]:
     if pd.api.types.is_float_dtype(values.dtype):
         return [f"{v:.6g}" if v == v else "-" for v in values.tolist()]
     out = []
-    for v in values.to_numpy(dtype=object, na_value=None).tolist():
+    # pandas takes na_value=None; pandas-stubs admits no None
+    for v in values.to_numpy(dtype=object, na_value=None).tolist():  # type: ignore[call-overload]
         if v is None or (isinstance(v, float) and v != v):
             out.append("-")
         elif isinstance(v, float):
@@ -120,7 +121,7 @@ def _objects(values: Any, n: int) -> np.ndarray:
     if values is None:
         return np.full(n, None, dtype=object)
     if isinstance(values, pd.Series):
-        return values.to_numpy(dtype=object, na_value=None)
+        return values.to_numpy(dtype=object, na_value=None)  # type: ignore[call-overload]  # as above
     return np.asarray(values, dtype=object)
 
 

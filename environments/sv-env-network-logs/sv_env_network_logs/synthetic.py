@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -555,7 +555,7 @@ def perturb_flows(
     return cols
 
 
-def seed_columns(flows: list[Mapping[str, Any]]) -> tuple[Columns, list[tuple[int, str]]]:
+def seed_columns(flows: Sequence[Mapping[str, Any]]) -> tuple[Columns, list[tuple[int, str]]]:
     """Seed flows (dicts with the flow fields, `label`, optional `scenario`) as columns,
     and (position, reason) for each unusable one (missing field, non-numeric count, label
     outside Benign/Malicious): those are reported by the caller, never used."""
@@ -657,7 +657,8 @@ def verify_labels(cols: Columns) -> np.ndarray:
         why = np.where(
             wrong_label,
             f"scenario {name} is {book.label}, row says otherwise",
-            np.where(broken, f"{name} invariant broken: {book.rule}", None),
+            # numpy's stubs take no None for a branch; numpy gives an object array
+            np.where(broken, f"{name} invariant broken: {book.rule}", None),  # type: ignore[call-overload]
         )
         reasons[np.flatnonzero(rows)] = why
     return reasons

@@ -95,6 +95,7 @@ class FlowGenerator:
         n_pert = int(round(n * self.perturb_share)) if self.n_seed else 0
         parts = [s.playbook_flows(n - n_pert, rng, self.attack_share)]
         if n_pert:
+            assert self.seed_cols is not None  # n_pert is 0 without seeds
             parts.append(s.perturb_flows(self.seed_cols, n_pert, rng))
         cols = s.concat(parts)
         m = len(cols["label"])

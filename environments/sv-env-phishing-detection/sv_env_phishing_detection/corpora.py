@@ -43,7 +43,10 @@ def _item(spec: SourceSpec, raw_email: dict[str, Any], label: str, ref: str) -> 
 
 
 def _add(result: Normalised, made: Item | dict[str, Any]) -> None:
-    (result.items.append if isinstance(made, Item) else result.rejects.append)(made)
+    if isinstance(made, Item):
+        result.items.append(made)
+    else:
+        result.rejects.append(made)
 
 
 def emails(spec: SourceSpec, frame: Any) -> Normalised:
@@ -116,7 +119,8 @@ class NearDuplicates:
         self.threshold = threshold
         self.kept: dict[str, set[str]] = {}
         self.hashes: dict[str, int] = {}
-        self.lsh = self.template = None
+        self.lsh: Any = None
+        self.template: Any = None
         if threshold is not None:
             from datasketch import MinHash, MinHashLSH
 
@@ -208,7 +212,7 @@ def eml(spec: SourceSpec, frame: Any) -> Normalised:
             if dropped[i]:
                 result.n_filtered += 1
                 continue
-            if labels[i] is None:
+            if (gold := labels[i]) is None:
                 label = raw_labels.iloc[i] if raw_labels is not None else None
                 result.rejects.append(reject(spec.id, ref, f"unusable label {label!r}"))
                 continue
@@ -228,7 +232,7 @@ def eml(spec: SourceSpec, frame: Any) -> Normalised:
                 notes.append(f"{long} link(s) cut to {link_chars} characters")
                 links = list(dict.fromkeys(link[:link_chars] for link in links))
             raw["links"] = links
-            made = _item(spec, raw, labels[i], ref)
+            made = _item(spec, raw, gold, ref)
             if isinstance(made, Item):
                 info = made.record["info"]
                 if not apart.admit(made.record["id"], canonical_text(info["email"])):

@@ -162,7 +162,8 @@ def eml_fields(text: str) -> dict[str, Any]:
             plain = part
         elif kind == "text/html" and html is None:
             html = part
-    body, hrefs = "", []
+    body = ""
+    hrefs: list[str] = []
     if plain is not None:
         body = _part_text(plain)
     elif html is not None:

@@ -138,7 +138,7 @@ class PhishingTask(vf.Task[PhishingData, vf.State, PhishingTaskConfig]):
         memo = self.__dict__.get("_reply_memo")
         if memo is None or memo[0] is not self.data or memo[1] is not self.config or memo[2] is not settings:
             memo = self.__dict__["_reply_memo"] = (self.data, self.config, settings, {})
-        replies = memo[3]
+        replies: dict[str | None, Any] = memo[3]
         entry = replies.get(text)
         if entry is None:
             if len(replies) >= _MEMO_REPLIES:

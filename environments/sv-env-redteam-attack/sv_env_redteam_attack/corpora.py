@@ -30,7 +30,7 @@ from sv_shared.safety import CATEGORIES
 def _item(
     spec: SourceSpec, behavior_id: str, category_name: str, code: str, goal: str, ref: str, hazard_by: str = ""
 ) -> Item:
-    record = {
+    record: dict[str, Any] = {
         "id": f"e5-{spec.id}-{short_hash(goal, 10)}",
         "question": OPENING.format(id=behavior_id, jbb_category=category_name),
         "answer": code,
@@ -54,6 +54,7 @@ def behavior_goals(spec: SourceSpec, frame: Any) -> Normalised:
         if not behavior.harmful:
             result.n_filtered += 1  # a benign behavior is nothing to attack for
             continue
+        assert behavior.hazard is not None  # a harmful behavior always has its hazard
         behavior_id = text_of(names.iloc[behavior.index]).strip() if names is not None else ""
         behavior_id = re.sub(r"[^A-Za-z0-9_.-]+", "-", behavior_id or f"{spec.id}-{short_hash(behavior.goal, 8)}")
         result.items.append(

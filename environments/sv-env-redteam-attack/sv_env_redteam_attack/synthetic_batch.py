@@ -143,6 +143,7 @@ class GoalTreeGenerator:
             if judged.row is not None:
                 out.append(Outcome(judged.row))
                 continue
+            assert judged.reason is not None  # a node without a row says why
             stage = "validation" if judged.reason.startswith(("not sanitized", "model text")) else "verification"
             out.append(Outcome(None, stage, judged.reason, judged.withheld))
         return out

@@ -98,8 +98,8 @@ def generate(seed: int = 6) -> list[dict[str, Any]]:
             )
     for i, request in enumerate(OVER_REFUSAL):
         rows.append(_conversation(f"e6-over-{i:02d}", "over_refusal", [request], ["comply"]))
-    for i, turns in enumerate(BENIGN):
-        rows.append(_conversation(f"e6-benign-{i:02d}", "benign", list(turns), ["comply"] * len(turns)))
+    for i, benign in enumerate(BENIGN):
+        rows.append(_conversation(f"e6-benign-{i:02d}", "benign", list(benign), ["comply"] * len(benign)))
     return rows
 
 

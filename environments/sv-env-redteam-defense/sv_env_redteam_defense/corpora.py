@@ -77,7 +77,10 @@ class NearDuplicates:
     def __init__(self, spec: SourceSpec) -> None:
         threshold = spec.options.get("near_duplicate_jaccard")
         if threshold is not None and (
-            isinstance(threshold, bool) or not isinstance(threshold, numbers.Real) or not 0 < threshold <= 1
+            isinstance(threshold, bool)
+            or not isinstance(threshold, numbers.Real)
+            # typeshed's numbers.Real declares no comparison with an int
+            or not 0 < threshold <= 1  # type: ignore[operator]
         ):
             raise ValueError(f"source {spec.id}: near_duplicate_jaccard must be within (0, 1], got {threshold!r}")
         self.threshold = None if threshold is None else float(threshold)

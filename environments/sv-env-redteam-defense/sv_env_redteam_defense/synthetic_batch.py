@@ -67,7 +67,7 @@ class ProbeGenerator(RowCandidates):
         out = []
         for row in candidates:
             problem = research_row_problem(row, ("refuse", "comply"))
-            info = row.get("info") or {}
+            info: Any = row.get("info") or {}
             turns, expect = info.get("turns"), info.get("expect")
             if problem is None and (
                 not isinstance(turns, list) or not turns or not all(isinstance(t, str) and t.strip() for t in turns)

@@ -121,8 +121,9 @@ class Environment:
     environment's model responses are never put in the response cache."""
     tool_versions: Callable[[], dict[str, Any]] | None = None
     """The environment's tools (available, version, rule-set hash), for provenance."""
-    tool_cache_stats: Callable[[], dict[str, Any]] | None = None
-    """Hits and misses of the environment's tool-result cache in this process so far."""
+    tool_cache_stats: Callable[[], dict[str, Any] | None] | None = None
+    """Hits and misses of the environment's tool-result cache in this process so far (None:
+    no cache)."""
     tool_reward: str | None = None
     """The reward component that scores the model's use of its tools (e.g. claims grounded in
     what the tools returned): triage files an example scoring under 0.5 on it as tool misuse."""
