@@ -77,6 +77,8 @@ class EnvSpec(Environment):
         return iter(taskset)
 
     def reward_settings(self, reward_config: Path | None) -> Any:
+        if self.load_reward_settings is None:
+            raise EnvironmentPluginError(f"{self.env_id} declares no load_reward_settings")
         return self.load_reward_settings(reward_config)
 
     def tools_now(self) -> dict[str, Any] | None:

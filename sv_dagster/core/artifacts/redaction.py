@@ -111,7 +111,7 @@ class RedactingLogRecords:
         self.inner = inner
 
     def __call__(self, *args: Any, **kwargs: Any) -> logging.LogRecord:
-        record = self.inner(*args, **kwargs)
+        record: logging.LogRecord = self.inner(*args, **kwargs)
         try:
             message = record.getMessage()
         except Exception:  # a malformed format string is logging's own problem to report

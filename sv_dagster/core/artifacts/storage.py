@@ -18,6 +18,7 @@ import shutil
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
 
@@ -46,11 +47,13 @@ def join(root: str, relative: str) -> str:
     return root + ("" if root.endswith("/") else "/") + relative.strip("/")
 
 
-def _fs(url: str):
+def _fs(url: str) -> tuple[Any, str]:
+    """(fsspec filesystem, path within it)."""
     from fsspec.core import url_to_fs
 
     try:
-        return url_to_fs(url)
+        found: tuple[Any, str] = url_to_fs(url)
+        return found
     except (ImportError, ValueError) as error:
         raise StorageError(f"{url}: cannot open this artifact store: {error}") from None
 

@@ -96,8 +96,8 @@ def policy_for(env: str, path: Path | None = None) -> Policy:
 def default_canonical_text(row: Row) -> str:
     """The contract's default: the task's prompt text (`question`), else the user messages
     of its `prompt`/`messages` joined."""
-    if isinstance(row.get("question"), str):
-        return row["question"]
+    if isinstance(question := row.get("question"), str):
+        return question
     messages = row.get("prompt") or row.get("messages") or []
     if isinstance(messages, list):
         return "\n".join(

@@ -17,6 +17,7 @@ from typing import Any
 
 from sv_dagster.core.artifacts.provenance import file_sha256
 from sv_dagster.core.envs import ENVS
+from sv_shared.corpora import RowSchema
 from sv_shared.errors import UserError
 from sv_shared.jsonl import DatasetError, json_objects
 
@@ -58,10 +59,9 @@ def _default_id(path: Path, line: int) -> str:
     return f"{stem}-{line}"
 
 
-def _schema_problem(env_short: str, row: Row) -> str | None:
+def _schema_problem(schema: RowSchema, row: Row) -> str | None:
     """What the dataset check would find wrong with `row` (None: nothing), so a kept row
     never blocks the eval later."""
-    schema = ENVS[env_short].corpora.schema
     missing = [key for key in schema.required if row.get(key) is None]
     if missing:
         return f"missing field(s) {missing}"
@@ -84,7 +84,7 @@ def read_user_rows(env_short: str, path: str | Path) -> UserRows:
     path = Path(path).expanduser().absolute()
     if not path.is_file():
         raise UserDatasetError(f"--dataset {path}: no such file")
-    schema = ENVS[env_short].corpora.schema
+    schema = env.corpora.schema
     errors: list[str] = []
     rows: list[Row] = []
     rejects: list[Row] = []
@@ -98,7 +98,7 @@ def read_user_rows(env_short: str, path: str | Path) -> UserRows:
             except (ValueError, TypeError) as exc:
                 rejects.append({"where": where, "reason": str(exc)})
                 continue
-            problem = _schema_problem(env_short, row)
+            problem = _schema_problem(schema, row)
             if problem is None and str(row["id"]) in first_line:
                 problem = f"duplicate id {row['id']!r} (first on line {first_line[str(row['id'])]})"
             if problem is not None:

@@ -99,7 +99,7 @@ class SuiteResult:
         )
 
 
-def _context():
+def _context() -> Any:
     """An in-memory context: no project folder, no data-docs site, no analytics, no progress bars."""
     import great_expectations as gx
     from great_expectations.data_context.types.base import (
@@ -359,8 +359,10 @@ def dataset_suite(env: str, files: dict[str, Path], report: dict[str, Any]) -> S
     spec = corpus_spec(env)
     sample = bool(report.get("sample"))
     corpus_test = report.get("test_source") == "corpora"
-    groups = [("tasks", spec.schema, TASK_FILES)]
-    groups += [(schema.file, schema, (schema.file,)) for schema in spec.extra_schemas]
+    groups: list[tuple[str, RowSchema, tuple[str, ...]]] = [("tasks", spec.schema, TASK_FILES)]
+    for schema in spec.extra_schemas:
+        assert schema.file is not None  # CorpusSpec makes every extra schema name its file
+        groups.append((schema.file, schema, (schema.file,)))
     outcomes: list[Outcome] = []
     n_rows = 0
     buckets: list[pd.Series] = []

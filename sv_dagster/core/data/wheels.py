@@ -369,7 +369,8 @@ class _HashingWriter:
     def write(self, chunk: bytes) -> int:
         self.digest.update(chunk)
         self.size += len(chunk)
-        return self.out.write(chunk)
+        written: int = self.out.write(chunk)
+        return written
 
 
 @dataclass(frozen=True)

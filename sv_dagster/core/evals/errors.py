@@ -38,6 +38,6 @@ def error_counts(rows: Iterable[dict[str, Any]]) -> dict[str, int]:
             continue
         counts["n_errors"] += 1
         kind = row.get("error_kind")
-        if kind in ErrorKind._value2member_map_:
+        if isinstance(kind, str) and kind in ErrorKind._value2member_map_:
             counts[ErrorKind(kind).counter] += 1
     return counts

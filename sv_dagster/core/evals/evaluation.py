@@ -174,17 +174,19 @@ def evaluate(
         )
         summary["vs_best_reference"] = versus_best(summary, summary["reference_policies"])
     summary.update(run_id=run_id, env=env.env_id, model=model.name, sample=bool((dataset_info or {}).get("sample")))
-    if (dataset_info or {}).get("user_file"):  # a user's own rows: the summary names the file, not SAMPLE
+    if dataset_info and dataset_info.get("user_file"):  # a user's own rows: the summary names the file, not SAMPLE
         summary["user_file"] = dataset_info["user_file"]
-    if tool_cache_before is not None:  # this run's share of the shared tool-result cache
-        summary["tool_cache"] = metadata["tool_cache"] = _cache_delta(tool_cache_before, env.tool_cache_now())
+    tool_cache_after = env.tool_cache_now() if tool_cache_before is not None else None
+    if tool_cache_before is not None and tool_cache_after is not None:  # this run's share of the shared cache
+        summary["tool_cache"] = metadata["tool_cache"] = _cache_delta(tool_cache_before, tool_cache_after)
     metadata.update(finished_at=datetime.now(UTC).isoformat(), counts=counts.__dict__)
     metadata["dataset"]["n_examples"] = counts.n + counts.n_resumed
     limits = getattr(getattr(backend, "inner", backend), "limits", None)
     if limits is not None:
         metadata["endpoint_limits"] = limits.stats()
     if isinstance(backend, CachedBackend):
-        metadata["response_cache"] = {"path": str(cache.path), "hits": cache.hits, "misses": cache.misses}
+        used = backend.cache
+        metadata["response_cache"] = {"path": str(used.path), "hits": used.hits, "misses": used.misses}
     _write_json(metadata_path, metadata)
     _write_json(summary_path, summary)
     return EvalRun(run_dir, metadata_path, results_path, summary_path, summary, metadata)

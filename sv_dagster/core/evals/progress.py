@@ -57,8 +57,10 @@ class Progress:
     def start(self, done: int = 0) -> None:
         """(Re)start the clock with `done` already finished before this run."""
         self.started, self.first = self.clock(), done
-        self.done, self.details = done, ()
-        self.last_at, self.last_done, self.emitted = self.started, done, None
+        self.done = done
+        self.details: tuple[str, ...] = ()
+        self.last_at, self.last_done = self.started, done
+        self.emitted: int | None = None
 
     def update(self, done: int, *details: str) -> str | None:
         """Record progress (`details`: "3 errors", "loss 1.234"); returns the line if one was emitted."""

@@ -14,7 +14,7 @@ import json
 import math
 import os
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -59,9 +59,13 @@ def is_dialogue(task: Any) -> bool:
     return isinstance(task, DialogueTask)
 
 
+_Scores = tuple[Mapping[str, float | None], Mapping[str, float | None], float]
+"""(reward scores, reward weights, weighted total) of one completion."""
+
+
 async def score_completion(
     task: vf.Task, completion: str, model: str | None = None, turns: list[dict[str, Any]] | None = None
-) -> tuple[dict, dict, float]:
+) -> _Scores:
     """(reward scores, reward weights, weighted total) for one completion of `task`;
     `turns` are the tool-calling turns before it (assistant tool calls and tool results)
     or, for a dialogue task, the whole conversation after the prompt (which ends with or
@@ -75,7 +79,7 @@ async def score_completion(
     return scores, weights, trace.reward
 
 
-def _shortcut_scores(task: Any, completion: str, turns: list[dict[str, Any]] | None) -> tuple[dict, dict, float] | None:
+def _shortcut_scores(task: Any, completion: str, turns: list[dict[str, Any]] | None) -> _Scores | None:
     """`score_completion`'s numbers from the task's own `fast_score(completion)`, where the
     task offers one, for a single reply with no turns before it (what such a shortcut
     models); None sends the row the full way. Verifiers' trace bookkeeping costs several
@@ -134,7 +138,7 @@ async def _run_one(
     backend: Backend,
     writer: _ResultsWriter,
     parse: Callable[[str], Any] | None,
-    price: Callable[[dict | None], float | None],
+    price: Callable[[dict[str, Any] | None], float | None],
     use_tools: bool = True,
     counterpart: Backend | None = None,
     observe: Callable[[dict[str, Any]], None] | None = None,
@@ -198,6 +202,7 @@ async def _run_one(
         all_cached = all_cached and completion.cached
         if not (offer and completion.tool_calls):
             break
+        assert toolbox is not None  # tools are offered only from a toolbox
         calls = list(completion.tool_calls)[: budget - len(toolbox.calls)]
         turns.append({"role": "assistant", "content": completion.text or None, "tool_calls": calls})
         for call in calls:
@@ -209,7 +214,7 @@ async def _run_one(
     row.update(
         completion=completion.text,
         usage=usage,
-        cost_usd=None if None in costs else sum(costs),  # one unpriced call: unpriced
+        cost_usd=_total_cost(costs),
         latency_s=round(latency, 4),
         attempts=attempts,
         finish_reason=completion.finish_reason,
@@ -221,6 +226,12 @@ async def _run_one(
     _settle(backend, replies, outcome)
     await writer.write(row)
     return outcome
+
+
+def _total_cost(costs: list[float | None]) -> float | None:
+    """What the calls cost together; None when one of them was unpriced."""
+    priced = [cost for cost in costs if cost is not None]
+    return None if len(priced) < len(costs) else sum(priced)
 
 
 class CounterpartFailed(RuntimeError):
@@ -235,7 +246,7 @@ async def _run_dialogue(
     row: dict[str, Any],
     prompt: list[dict[str, Any]],
     parse: Callable[[str], Any] | None,
-    price: Callable[[dict | None], float | None],
+    price: Callable[[dict[str, Any] | None], float | None],
     observe: Callable[[dict[str, Any]], None] | None = None,
 ) -> str:
     """Play a multi-turn task: the model under evaluation speaks, the task answers (a
@@ -254,6 +265,7 @@ async def _run_dialogue(
     async def other_side(messages: list[dict[str, Any]]) -> str:
         nonlocal counterpart_calls
         counterpart_calls += 1
+        assert counterpart is not None  # the task is handed other_side only with a counterpart
         try:
             return (await counterpart.complete(messages)).text
         except CompletionFailed as exc:
@@ -297,7 +309,7 @@ async def _run_dialogue(
         completion=completion,
         turns=conversation[len(prompt) :],
         usage=usage,
-        cost_usd=None if None in costs else sum(costs),
+        cost_usd=_total_cost(costs),
         latency_s=round(latency, 4),
         attempts=attempts,
         counterpart_calls=counterpart_calls,
@@ -406,7 +418,7 @@ async def run_eval(
     concurrency: int = 4,
     parse: Callable[[str], Any] | None = None,
     resume: bool = False,
-    price: Callable[[dict | None], float | None] = lambda usage: None,
+    price: Callable[[dict[str, Any] | None], float | None] = lambda usage: None,
     use_tools: bool = True,
     counterpart: Backend | None = None,
     observe: Callable[[dict[str, Any]], None] | None = None,

@@ -180,10 +180,12 @@ class _LazyJudge:
 
     @property
     def ident(self) -> str:
-        return self._get().ident
+        ident: str = self._get().ident
+        return ident
 
     def classify_many(self, items: Sequence[tuple[str, str | None, str]]) -> list[Any]:
-        return self._get().classify_many(items)
+        verdicts: list[Any] = self._get().classify_many(items)
+        return verdicts
 
 
 def classifier_agreement(spec: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,7 @@ with numpy in chunks, so 1,000 replicates over 100,000 examples stay within memo
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,7 +111,11 @@ def bootstrap_cis(
 
 
 def mean_cis(
-    values: dict[str, Sequence[float | None]], *, n_boot: int = N_BOOT, seed: int = STANDARD_SEED, alpha: float = 0.05
+    values: Mapping[str, Sequence[float | None]],
+    *,
+    n_boot: int = N_BOOT,
+    seed: int = STANDARD_SEED,
+    alpha: float = 0.05,
 ) -> dict[str, list[float] | None]:
     """Percentile bootstrap CIs of the mean of each per-example series (None entries are
     left out of that series), for environments whose headline numbers are rates and mean
@@ -139,7 +143,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     n = b + c
     if n == 0:
         return 1.0
-    tail = sum(math.comb(n, k) for k in range(0, min(b, c) + 1)) / 2**n
+    tail: float = sum(math.comb(n, k) for k in range(0, min(b, c) + 1)) / 2**n
     return min(1.0, 2 * tail)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from statistics import fmean
 from typing import Any
 
@@ -77,7 +77,7 @@ def rate_summary(rows: list[dict[str, Any]], rates: Mapping[str, RateFn]) -> dic
     reward_names = sorted({name for row in scored for name in (row.get("rewards") or {})})
     series: dict[str, list[float | None]] = {"mean_reward": [row.get("reward") for row in scored]}
     series.update({name: [fn(row) for row in scored] for name, fn in rates.items()})
-    summary = {name: _mean(values) for name, values in series.items()}
+    summary: dict[str, Any] = {name: _mean(values) for name, values in series.items()}
     summary.update(
         _common_counts(rows),
         format_rate=_format_rate(scored),
@@ -101,12 +101,12 @@ def _example_order(row: dict[str, Any]) -> tuple[str, str]:
     return str(row.get("example_id", "")), str(row.get("idx", ""))
 
 
-def _mean(values) -> float | None:
+def _mean(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return fmean(present) if present else None
 
 
-def _sum(values) -> float | None:
+def _sum(values: Iterable[float | None]) -> float | None:
     present = [v for v in values if v is not None]
     return sum(present) if present else None
 

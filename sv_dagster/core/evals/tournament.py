@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sv_dagster.core.envs import EnvSpec, pair_label
+from sv_dagster.core.envs import EnvironmentPluginError, EnvSpec, pair_label
 from sv_dagster.core.evals.evaluation import EvalRun, evaluate
 from sv_dagster.core.evals.stats import STANDARD_SEED
 from sv_dagster.core.models.completion import Backend
@@ -72,6 +72,8 @@ def _bundled(env: EnvSpec, folder: Path) -> Path:
     """The environment's bundled SAMPLE dataset, written into `folder`."""
     path = folder / f"{env.short}-bundled.jsonl"
     if not path.exists():
+        if env.write_bundled_dataset is None:
+            raise EnvironmentPluginError(f"{env.env_id} declares no write_bundled_dataset: no defense probes to play")
         env.write_bundled_dataset(path)
     return path
 

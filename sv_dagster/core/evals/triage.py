@@ -40,7 +40,9 @@ _REFUSAL = re.compile(
 
 def is_refusal(completion: str | None, parsed: dict[str, Any] | None) -> bool:
     """The model declined instead of answering in the schema."""
-    return bool(completion) and bool(_REFUSAL.search(completion)) and not (parsed or {}).get("format_ok")
+    if not completion:
+        return False
+    return bool(_REFUSAL.search(completion)) and not (parsed or {}).get("format_ok")
 
 
 def reward_shortfall(row: dict[str, Any]) -> tuple[float, dict[str, float]]:

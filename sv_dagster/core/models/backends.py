@@ -14,15 +14,16 @@ import itertools
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import openai
 from openai.types.chat import ChatCompletion
 from tenacity import (
     AsyncRetrying,
+    RetryCallState,
     retry_if_exception,
     stop_after_attempt,
     wait_exponential_jitter,
@@ -130,7 +131,7 @@ class _WaitRetryAfter:
         self.backoff = wait_exponential_jitter(initial=initial, max=maximum)
         self.retry_after_cap = retry_after_cap
 
-    def __call__(self, retry_state) -> float:
+    def __call__(self, retry_state: RetryCallState) -> float:
         exc = retry_state.outcome.exception() if retry_state.outcome else None
         hinted = _retry_after(exc) if exc else None
         return min(hinted, self.retry_after_cap) if hinted is not None else self.backoff(retry_state)
@@ -152,7 +153,7 @@ class _CappedStream(httpx.AsyncByteStream):
     def __init__(self, inner: httpx.AsyncByteStream, limit: int) -> None:
         self.inner, self.limit = inner, limit
 
-    async def __aiter__(self):
+    async def __aiter__(self) -> AsyncIterator[bytes]:
         seen = 0
         async for chunk in self.inner:
             seen += len(chunk)
@@ -177,7 +178,8 @@ class CappedTransport(httpx.AsyncBaseTransport):
         if length.isdigit() and int(length) > self.limit:
             await response.aclose()
             raise UnusableReply(f"the reply body is {int(length):,} bytes, over the limit of {self.limit:,}")
-        response.stream = _CappedStream(response.stream, self.limit)
+        # An async transport's response streams asynchronously (httpx types it as either).
+        response.stream = _CappedStream(cast(httpx.AsyncByteStream, response.stream), self.limit)
         return response
 
     async def aclose(self) -> None:
@@ -300,14 +302,14 @@ class OpenAICompatibleBackend:
         choice = response.choices[0] if response.choices else None
         if choice is None or choice.message is None:
             raise UnusableReply("the reply has no choices" if choice is None else "the reply's choice has no message")
-        calls = tuple(
+        calls: tuple[dict[str, Any], ...] = tuple(
             {
                 "id": call.id,
                 "type": "function",
-                "function": {"name": call.function.name, "arguments": call.function.arguments or ""},
+                "function": {"name": function.name, "arguments": function.arguments or ""},
             }
             for call in (choice.message.tool_calls or [])
-            if getattr(call, "function", None) is not None
+            if (function := getattr(call, "function", None)) is not None
         )
         if choice.message.content is None and not calls:
             raise UnusableReply("the reply's message has neither content nor tool calls")
@@ -344,9 +346,9 @@ class ServedBackend:
     def __init__(
         self,
         spec: ModelSpec,
-        checkpoint: str | os.PathLike | None = None,
+        checkpoint: str | os.PathLike[str] | None = None,
         server_options: dict[str, Any] | None = None,
-        resolve: Callable[[str], str | os.PathLike] | None = None,
+        resolve: Callable[[str], str | os.PathLike[str]] | None = None,
         pool: Any = None,
         **backend_options: Any,
     ) -> None:
@@ -419,9 +421,9 @@ class ServedBackend:
 def make_backend(
     spec: ModelSpec,
     env_id: str,
-    checkpoint: str | os.PathLike | None = None,
+    checkpoint: str | os.PathLike[str] | None = None,
     server_options: dict[str, Any] | None = None,
-    resolve: Callable[[str], str | os.PathLike] | None = None,
+    resolve: Callable[[str], str | os.PathLike[str]] | None = None,
     pool: Any = None,
 ) -> Backend:
     """The backend for a registry entry; configuration errors raise here, before any call.

@@ -240,11 +240,13 @@ class ConvertedModel:
 
     @property
     def weights_sha256(self) -> str:
-        return self.record["weights_sha256"]
+        digest: str = self.record["weights_sha256"]
+        return digest
 
     @property
     def files(self) -> dict[str, dict[str, Any]]:
-        return self.record["files"]
+        files: dict[str, dict[str, Any]] = self.record["files"]
+        return files
 
 
 def _versions() -> dict[str, str | None]:
@@ -259,7 +261,7 @@ def _versions() -> dict[str, str | None]:
 
 def _read_record(folder: Path, what: str) -> dict[str, Any]:
     try:
-        record = json.loads((folder / RECORD_FILE).read_text(encoding="utf-8"))
+        record: dict[str, Any] = json.loads((folder / RECORD_FILE).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise BaseModelError(f"{what}: {folder / RECORD_FILE} is unreadable ({exc}); delete {folder}") from exc
     if not isinstance(record.get("files"), dict) or WEIGHTS_FILE not in record["files"]:
@@ -304,7 +306,9 @@ def _give_tool_template(entry: BaseModelEntry, tokenizer: Any) -> None:
     unchanged), and set the response template that parses its tool calls back."""
     from sv_dagster.core.models.chat_templates import SAMPLE_CONVERSATIONS, response_template
 
-    own, given = tokenizer.chat_template, entry.chat_template.text()
+    pin = entry.chat_template
+    assert pin is not None  # called only for an entry that pins a template
+    own, given = tokenizer.chat_template, pin.text()
     for conversation in SAMPLE_CONVERSATIONS:
         for generation in (False, True):
             rendered = [
@@ -315,7 +319,7 @@ def _give_tool_template(entry: BaseModelEntry, tokenizer: Any) -> None:
             ]
             if rendered[0] != rendered[1]:
                 raise BaseModelError(
-                    f"base model {entry.name}: its chat_template ({entry.chat_template.kind}) renders a plain "
+                    f"base model {entry.name}: its chat_template ({pin.kind}) renders a plain "
                     f"conversation unlike the GGUF's own template: {rendered[1][:80]!r} vs {rendered[0][:80]!r} "
                     "(configs/base_models.yaml)"
                 )

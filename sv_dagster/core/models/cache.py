@@ -83,7 +83,7 @@ class ResponseCache:
         return Completion(**{**data, "latency_s": 0.0, "attempts": 0, "cached": True})
 
     def put(self, key: str, model: str, completion: Completion) -> None:
-        data = {
+        data: dict[str, Any] = {
             "text": completion.text,
             "usage": completion.usage,
             "latency_s": completion.latency_s,
@@ -125,9 +125,10 @@ class CachedBackend:
     def settle(self, completions: list[Completion], scored: bool) -> None:
         """Store the new replies of one example when it was scored; forget them otherwise."""
         for completion in completions:
-            fresh = self.pending.pop(completion.cache_key, None) if completion.cache_key else None
-            if fresh is not None and scored:
-                self.cache.put(completion.cache_key, self.spec.name, replace(fresh, cached=False))
+            key = completion.cache_key
+            fresh = self.pending.pop(key, None) if key else None
+            if key and fresh is not None and scored:
+                self.cache.put(key, self.spec.name, replace(fresh, cached=False))
 
     async def aclose(self) -> None:
         await self.inner.aclose()

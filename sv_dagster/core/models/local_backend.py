@@ -12,10 +12,10 @@ eval's compute on CPU. Decoding is greedy at temperature 0, sampled otherwise wi
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from sv_dagster.core.models.batching import generate_shared
@@ -28,11 +28,13 @@ MAX_BATCH = 32
 @dataclass
 class _Request:
     messages: list[dict[str, Any]]
-    future: asyncio.Future
+    future: asyncio.Future[tuple[str, int, int, str]]
 
 
 class LocalTransformersBackend:
-    def __init__(self, spec: ModelSpec, checkpoint: str | Path | None = None, max_batch: int = MAX_BATCH) -> None:
+    def __init__(
+        self, spec: ModelSpec, checkpoint: str | os.PathLike[str] | None = None, max_batch: int = MAX_BATCH
+    ) -> None:
         self.spec = spec
         self.source = str(checkpoint or spec.model)
         if not self.source:
@@ -42,7 +44,7 @@ class LocalTransformersBackend:
         self._tokenizer: Any = None
         self._load_lock = threading.Lock()
         self._queue: asyncio.Queue[_Request] | None = None
-        self._worker: asyncio.Task | None = None
+        self._worker: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def _load(self) -> None:

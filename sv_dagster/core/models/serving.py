@@ -91,7 +91,7 @@ class ServedModel:
     pid: int
 
 
-def check_checkpoint(folder: str | os.PathLike) -> Path:
+def check_checkpoint(folder: str | os.PathLike[str]) -> Path:
     """The absolute folder, or ServerError when it cannot be a transformers checkpoint."""
     path = Path(folder).expanduser().resolve()
     if not path.is_dir():
@@ -107,7 +107,7 @@ def check_checkpoint(folder: str | os.PathLike) -> Path:
 WEIGHT_FILES = ("*.safetensors", "*.bin", "*.json", "*.jinja", "*.model")
 
 
-def checkpoint_identity(folder: str | os.PathLike) -> dict[str, Any]:
+def checkpoint_identity(folder: str | os.PathLike[str]) -> dict[str, Any]:
     """What a served model's replies depend on besides the request: its folder and, for each
     weight, config and tokenizer file, the size and modification time (cheap, and a checkpoint
     rewritten in place changes them). Response-cache keys of served models include it, so two
@@ -192,7 +192,7 @@ class ModelServer:
     `log_path`: where the server's stdout and stderr go (a temporary file, removed after a
     clean stop, when not given)."""
 
-    folder: str | os.PathLike
+    folder: str | os.PathLike[str]
     startup_timeout_s: float = STARTUP_TIMEOUT_S
     max_batch: int = MAX_BATCH
     device: str = "auto"
@@ -200,7 +200,7 @@ class ModelServer:
     python: str = sys.executable
     env: dict[str, str] | None = None
     served: ServedModel | None = field(default=None, init=False)
-    _process: subprocess.Popen | None = field(default=None, init=False, repr=False)
+    _process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
     _log: Path | None = field(default=None, init=False, repr=False)
     _own_log: bool = field(default=False, init=False, repr=False)
 
@@ -344,7 +344,7 @@ class ServerPool:
         self.starts = 0
         """Servers started so far (a restart counts)."""
 
-    def serve(self, folder: str | os.PathLike, **options: Any) -> ServedModel:
+    def serve(self, folder: str | os.PathLike[str], **options: Any) -> ServedModel:
         key = (str(check_checkpoint(folder)), tuple(sorted(options.items())))
         with self._lock:
             server = self._servers.get(key)
@@ -370,7 +370,7 @@ class ServerPool:
 
 def batching_generate_manager(
     max_batch: int = MAX_BATCH, gather_s: float = GATHER_S, gather_max_s: float = GATHER_MAX_S
-):
+) -> Any:
     """transformers serve's sequential GenerateManager, with non-streaming requests batched.
     A factory, so that transformers is imported only in the server process."""
     from transformers.cli.serving.utils import GenerateManager
@@ -381,16 +381,16 @@ def batching_generate_manager(
         processor: Any
         inputs: Any
         gen_config: Any
-        future: asyncio.Future
+        future: asyncio.Future[Any]
 
     class BatchingGenerateManager(GenerateManager):
         def __init__(self) -> None:
-            super().__init__()
+            super().__init__()  # type: ignore[no-untyped-call]  # transformers leaves it unannotated
             self.max_batch, self.gather_s, self.gather_max_s = max_batch, gather_s, gather_max_s
             self.batches: list[int] = []
             """The size of every batch run, for the tests and the benchmark."""
             self._queue: asyncio.Queue[_Pending] | None = None
-            self._worker: asyncio.Task | None = None
+            self._worker: asyncio.Task[None] | None = None
 
         @staticmethod
         def _batchable(inputs: Any, gen_config: Any) -> bool:
@@ -402,7 +402,9 @@ def batching_generate_manager(
                 and not gen_config.stop_strings
             )
 
-        async def generate_non_streaming(self, model, processor, inputs, gen_config, request_id):
+        async def generate_non_streaming(
+            self, model: Any, processor: Any, inputs: Any, gen_config: Any, request_id: Any
+        ) -> Any:
             if not self._batchable(inputs, gen_config):
                 return await super().generate_non_streaming(model, processor, inputs, gen_config, request_id)
             loop = asyncio.get_running_loop()
@@ -486,7 +488,9 @@ def lenient_parse(parse: Callable[..., Any]) -> Callable[..., Any]:
     """`parse_assistant_message` that answers a reply it cannot parse with the reply's text
     and no tool calls (the parser raises ValueError on malformed tool-call markup)."""
 
-    def parse_or_text(processor, model, generated_ids, input_ids, cleaned_content: str = "", tools=None):
+    def parse_or_text(
+        processor: Any, model: Any, generated_ids: Any, input_ids: Any, cleaned_content: str = "", tools: Any = None
+    ) -> Any:
         try:
             return parse(processor, model, generated_ids, input_ids, cleaned_content=cleaned_content, tools=tools)
         except ValueError:
@@ -510,8 +514,8 @@ def build_app(folder: Path, *, max_batch: int = MAX_BATCH, device: str = "auto")
     from transformers.cli.serving.utils import GenerationState
 
     # This process serves one model and nothing else: the handlers' parser, made lenient.
-    for handler_module in (chat_completion, response):
-        handler_module.parse_assistant_message = lenient_parse(utils.parse_assistant_message)
+    chat_completion.parse_assistant_message = lenient_parse(utils.parse_assistant_message)
+    response.parse_assistant_message = lenient_parse(utils.parse_assistant_message)
     model_id = str(folder)
     manager = ModelManager(device=device, dtype="auto", force_model=model_id)  # loads the weights
     state = GenerationState(continuous_batching=False)

@@ -19,6 +19,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -132,7 +133,7 @@ def row_cells(table: str, env: str) -> dict[str, Any]:
         }
     cells = dict(mean)
     for title, key in report_columns(env):
-        cells[f"{title} [95% CI]"] = lambda cited, key=key: _with_ci(cited[0].get(key), _ci_of(cited[0], key))
+        cells[f"{title} [95% CI]"] = partial(_ci_cell, key)
     cells["n"] = lambda cited: fmt(cited[0].get("n_examples"))
     cells["errors"] = lambda cited: fmt(cited[0].get("n_errors"))
     return cells
@@ -144,7 +145,10 @@ def ranked(records: Sequence[EvalRecord]) -> list[EvalRecord]:
     for record in records:
         if record.model not in latest or record.timestamp > latest[record.model].timestamp:
             latest[record.model] = record
-    mean = lambda r: r.summary.get("mean_reward")  # noqa: E731
+
+    def mean(r: EvalRecord) -> Any:
+        return r.summary.get("mean_reward")
+
     return sorted(latest.values(), key=lambda r: -(mean(r) if mean(r) is not None else float("-inf")))
 
 
@@ -382,6 +386,10 @@ def _cited_row(record: EvalRecord, cited: list[dict[str, Any]], cells: dict[str,
         + " | ".join(render(cited) for render in cells.values())
         + f" | {source_cells(record.run_id, record.data_version)} | {links} |"
     )
+
+
+def _ci_cell(key: str, cited: list[dict[str, Any]]) -> str:
+    return _with_ci(cited[0].get(key), _ci_of(cited[0], key))
 
 
 def _with_ci(value: Any, ci: list[float] | None) -> str:
@@ -662,7 +670,9 @@ def monthly_report(
             series = sorted((r for r in env_records if r.model == model), key=lambda r: r.timestamp)
             xs = [datetime.fromtimestamp(r.timestamp) for r in series]
             ys = [r.summary.get("mean_reward") for r in series]
-            ax.plot(xs, ys, "o-", label=model)
+            # matplotlib plots datetimes (and skips None) through its unit converters; its stubs
+            # take numbers only
+            ax.plot(xs, ys, "o-", label=model)  # type: ignore[arg-type]
         ax.set(ylabel="mean reward", title=f"Reward trend: {env}")
         ax.legend(fontsize=7)
         fig.autofmt_xdate()

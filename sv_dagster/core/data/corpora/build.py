@@ -114,11 +114,13 @@ def _texts_by_reference(row: dict[str, Any], sources: set[str], schema: RowSchem
     """`row` with its request texts (the question, each turn, and the text its environment's
     schema names, e.g. E5's goal) as text-store markers wherever they occur, when it comes
     from a source whose texts are harmful; other rows as they are."""
-    info = row.get("info") if isinstance(row.get("info"), dict) else {}
-    if info.get("source") not in sources:
+    info = row.get("info")
+    if not isinstance(info, dict) or info.get("source") not in sources:
         return row
-    turns = info.get("turns") if isinstance(info.get("turns"), list) else []
-    return textrefs.by_reference(row, [row.get("question"), *turns, schema.text(row)])
+    turns = info.get("turns")
+    texts = [row.get("question"), *(turns if isinstance(turns, list) else []), schema.text(row)]
+    referenced: dict[str, Any] = textrefs.by_reference(row, texts)
+    return referenced
 
 
 def _curate_items(

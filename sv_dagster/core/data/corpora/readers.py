@@ -148,7 +148,7 @@ def _csv(source: Any, name: str, table: Table) -> pd.DataFrame:
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorpusError(f"{name}: not a readable CSV file ({str(exc)[:200]})") from exc
     table.add_malformed(f"{name}:{number}: {reason}" for number, reason in bad_rows)
-    frame = arrow.to_pandas()
+    frame: pd.DataFrame = arrow.to_pandas()
     skipped = np.asarray(sorted(n for n, _ in bad_rows), dtype=np.int64)
     records = np.arange(2, 2 + len(frame) + len(skipped), dtype=np.int64)  # header is record 1
     frame["_line"] = np.setdiff1d(records, skipped, assume_unique=True)[: len(frame)]

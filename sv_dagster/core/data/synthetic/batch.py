@@ -95,6 +95,7 @@ class Origin:
     def tags(self) -> dict[str, Any]:
         if self.kind == "template":
             return {"origin": "template"}
+        assert self.model is not None  # a model row names the model that wrote it
         return {
             "origin": "model",
             "varied_from": self.varied_from,
@@ -170,9 +171,9 @@ def build_metadata(
     verifier: str,
     versions: dict[str, Any],
     counts: dict[str, Any],
-    labels: Counter,
-    scenarios: Counter,
-    difficulty: Counter,
+    labels: Counter[Any],
+    scenarios: Counter[Any],
+    difficulty: Counter[Any],
     rejects: Sequence[Reject],
     spot: int,
     seeds: dict[str, Any],
@@ -238,8 +239,8 @@ def run_batch(
     n_model_rows = n_model_calls = 0
     if spec.seed_models:
         t0 = time.perf_counter()
-        varyable = [(i, generator.variation_prompt(c)) for i, c in enumerate(candidates)]
-        varyable = [(i, prompt) for i, prompt in varyable if prompt]
+        prompts = [(i, generator.variation_prompt(c)) for i, c in enumerate(candidates)]
+        varyable = [(i, prompt) for i, prompt in prompts if prompt]
         chosen = rng.sample(varyable, min(spec.variations, len(varyable)))
         samples: list[Sample] = sample_variations(
             chosen, spec.seed_models, spec.temperatures, spec.env_id, concurrency=spec.sampling_concurrency
@@ -250,7 +251,7 @@ def run_batch(
             base = candidates[sample.key]
             new_id = f"{spec.id_prefix}-m{j:05d}"
             model = by_name[sample.model]
-            common = {"origin": "model", "model": sample.model, "temperature": sample.temperature}
+            common: dict[str, Any] = {"origin": "model", "model": sample.model, "temperature": sample.temperature}
             if sample.error is not None:
                 all_rejects.append(Reject(new_id, "sampling", f"model call failed: {sample.error}", **common))
                 continue

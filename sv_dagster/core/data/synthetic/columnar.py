@@ -15,7 +15,7 @@ import random
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -90,7 +90,7 @@ def _model_columns(
     parsed, meta = [], []
     for j, sample in enumerate(samples):
         row_id = f"{spec.id_prefix}-m{j:05d}"
-        common = {"origin": "model", "model": sample.model, "temperature": sample.temperature}
+        common: dict[str, Any] = {"origin": "model", "model": sample.model, "temperature": sample.temperature}
         if sample.error is not None:
             rejects.append(Reject(row_id, "sampling", f"model call failed: {sample.error}", **common))
             continue
@@ -131,17 +131,25 @@ def run_columnar_batch(
     its `read_seeds` returned: `seed_cols` the seed rows to vary (`seed_sources[i]` names
     where row i came from: file:line), `seeds` the facts, `seed_rejects` the unusable ones."""
     synthetic = ENVS[spec.env].synthetic
-    generator: ColumnarGenerator = synthetic.make_generator(
-        Seeds(seed_cols, dict(seeds), list(seed_rejects), list(seed_sources)), options or {}
+    if synthetic is None or synthetic.table is None or synthetic.table_rows is None:
+        raise ValueError(f"{spec.env} declares no columnar synthetic batches (a table and its table_rows)")
+    table_name, table_rows = synthetic.table, synthetic.table_rows
+    # A spec with a table makes a ColumnarGenerator (SyntheticSpec.make_generator).
+    generator = cast(
+        ColumnarGenerator,
+        synthetic.make_generator(Seeds(seed_cols, dict(seeds), list(seed_rejects), list(seed_sources)), options or {}),
     )
     started = time.perf_counter()
     out = spec.out_dir
     out.mkdir(parents=True, exist_ok=True)
     rng = np.random.default_rng(spec.seed)
     schema = _schema(generator)
-    table_path = out / f"{synthetic.table}.parquet"
+    table_path = out / f"{table_name}.parquet"
     rejects: list[Reject] = list(seed_rejects)
-    labels, scenarios, difficulty, origins = Counter(), Counter(), Counter(), Counter()
+    labels: Counter[Any] = Counter()
+    scenarios: Counter[Any] = Counter()
+    difficulty: Counter[Any] = Counter()
+    origins: Counter[Any] = Counter()
     accepted_ids: list[str] = []
     jsonl = (out / EXAMPLES_FILE).open("w", encoding="utf-8") if write_jsonl else None
     writer = pq.ParquetWriter(table_path, schema, compression="zstd")
@@ -171,7 +179,7 @@ def run_columnar_batch(
         kept["difficulty"] = generator.difficulty(kept)
         table = _table(kept, spec, schema)
         if spec.held_out is not None:  # rows duplicating a dev/test row are rejects too
-            rows = list(synthetic.table_rows(table.to_pylist()))
+            rows = list(table_rows(table.to_pylist()))
             clean = screen_held_out(spec, rows, rejects)
             if len(clean) < len(rows):
                 clean_ids = {row["id"] for row in clean}
@@ -187,7 +195,7 @@ def run_columnar_batch(
         difficulty.update(kept["difficulty"].tolist())
         origins.update(kept["origin"].tolist())
         if jsonl is not None:
-            for row in synthetic.table_rows(table.to_pylist()):
+            for row in table_rows(table.to_pylist()):
                 jsonl.write(json.dumps(row, ensure_ascii=False, sort_keys=True) + "\n")
 
     n_model_calls = n_model_rows = 0
@@ -211,12 +219,12 @@ def run_columnar_batch(
     generated = time.perf_counter() - started
 
     spot = set(spot_check_ids(accepted_ids, spec.spot_fraction, spec.seed))
-    write_queue(out / QUEUE_FILE, list(rows_from_parquet(table_path, synthetic.table_rows, spot)), spec)
+    write_queue(out / QUEUE_FILE, list(rows_from_parquet(table_path, table_rows, spot)), spec)
     with (out / REJECTS_FILE).open("w", encoding="utf-8") as handle:
         for reject in rejects:
             handle.write(json.dumps(reject.to_dict(), sort_keys=True) + "\n")
     files = {
-        synthetic.table: table_path,
+        table_name: table_path,
         "rejects": out / REJECTS_FILE,
         "spot_check": out / QUEUE_FILE,
         "metadata": out / METADATA_FILE,

@@ -8,7 +8,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from sv_dagster.core.data.synthetic.batch import BatchResult, BatchSpec, run_batch
 from sv_dagster.core.data.synthetic.columnar import run_columnar_batch
@@ -16,7 +16,7 @@ from sv_dagster.core.data.synthetic.files import EXAMPLES_FILE, METADATA_FILE
 from sv_dagster.core.data.synthetic.review import accepted_examples
 from sv_dagster.core.envs import ENVS
 from sv_shared import textrefs
-from sv_shared.synthetic import PairedBatch, SyntheticInputs, SyntheticSpec
+from sv_shared.synthetic import PairedBatch, RowGenerator, SyntheticInputs, SyntheticSpec
 
 TOURNAMENT_FILE = "tournament.json"
 
@@ -86,4 +86,6 @@ def build_batch(
         return run_columnar_batch(
             spec, seeds.data, seeds.sources, seeds.facts, seeds.rejects, options=options, write_jsonl=write_jsonl
         )
-    return run_batch(spec, synthetic.make_generator(seeds, options), seeds.facts, seeds.rejects)
+    # A spec without a table makes a RowGenerator (SyntheticSpec.make_generator).
+    generator = cast(RowGenerator, synthetic.make_generator(seeds, options))
+    return run_batch(spec, generator, seeds.facts, seeds.rejects)

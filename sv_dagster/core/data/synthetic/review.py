@@ -72,7 +72,8 @@ def batch_metadata(batch_dir: Path) -> dict[str, Any]:
     path = Path(batch_dir) / METADATA_FILE
     if not path.is_file():
         raise ReviewError(f"not a synthetic batch folder (no {METADATA_FILE}): {batch_dir}")
-    return json.loads(path.read_text(encoding="utf-8"))
+    metadata: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return metadata
 
 
 def read_queue(batch_dir: Path) -> list[dict[str, Any]]:
@@ -165,9 +166,15 @@ def iter_batch_rows(batch_dir: Path) -> Iterator[dict[str, Any]]:
                 if line.strip():
                     yield json.loads(line)
         return
-    env = ENVS.get(batch_metadata(batch_dir).get("env"))
+    env_name = batch_metadata(batch_dir).get("env")
+    env = ENVS.get(env_name) if isinstance(env_name, str) else None
     synthetic = env.synthetic if env is not None else None
-    if synthetic is not None and synthetic.table and (batch_dir / f"{synthetic.table}.parquet").is_file():
+    if (
+        synthetic is not None
+        and synthetic.table
+        and synthetic.table_rows is not None
+        and (batch_dir / f"{synthetic.table}.parquet").is_file()
+    ):
         yield from rows_from_parquet(batch_dir / f"{synthetic.table}.parquet", synthetic.table_rows)
         return
     raise ReviewError(f"no {EXAMPLES_FILE} or Parquet table in {batch_dir}")

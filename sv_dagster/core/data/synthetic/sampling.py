@@ -69,7 +69,8 @@ async def _sample(
     env_id: str,
     concurrency: int,
 ) -> list[Sample]:
-    from sv_dagster.core.models.backends import CompletionFailed, make_backend
+    from sv_dagster.core.models.backends import make_backend
+    from sv_dagster.core.models.completion import CompletionFailed
 
     backends = {(m.name, t): make_backend(at_temperature(m, t), env_id) for m in models for t in temperatures}
     try:
