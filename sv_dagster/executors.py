@@ -164,7 +164,8 @@ def default_executor() -> dg.ExecutorDefinition:
             return config
         return {"multiprocess": with_forkserver_start(config.get("multiprocess") or {})}
 
-    return base.configured(mapped, name=base.name, config_schema=base.config_schema)
+    # configured() is typed for raw schemas; the executor's own schema object works as well
+    return base.configured(mapped, name=base.name, config_schema=base.config_schema)  # type: ignore[arg-type]
 
 
 def k8s_job_tags(gpu: bool = False, pods_file: Path = EXECUTORS_DIR / "k8s-pods.yaml") -> dict[str, str]:

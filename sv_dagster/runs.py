@@ -22,6 +22,7 @@ import socket
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -107,8 +108,8 @@ def reap_dead_runs(instance: dg.DagsterInstance) -> list[Reaped]:
     storage = instance.event_log_storage
     if storage.supports_global_concurrency_limits:
         for run_id in storage.get_concurrency_run_ids():
-            run = instance.get_run_by_id(run_id)
-            if run is None or run.status in FINISHED_STATUSES:
+            holder = instance.get_run_by_id(run_id)
+            if holder is None or holder.status in FINISHED_STATUSES:
                 storage.free_concurrency_slots_for_run(run_id)
     return reaped
 
@@ -146,7 +147,9 @@ def plan_resume(instance: dg.DagsterInstance, run_id: str, assets: Collection[dg
         raise RunCommandError(f"no run {run_id} on the instance at {instance.root_directory}")
     # Step keys include asset checks ("eval__e1__x_regression_gate"): only defined assets count.
     eval_keys = tuple(
-        sorted((k for k in _asset_keys(instance, run) if k.path[0] == "eval" and k in assets), key=lambda k: k.path)
+        sorted(
+            (k for k in _asset_keys(instance, run) if k.path[0] == "eval" and k in assets), key=lambda k: list(k.path)
+        )
     )
     if not eval_keys:
         raise RunCommandError(f"run {run_id} ({run.job_name}) materialized no eval asset; only eval runs resume")
@@ -157,7 +160,8 @@ def plan_resume(instance: dg.DagsterInstance, run_id: str, assets: Collection[dg
         )
     if run.status == dg.DagsterRunStatus.SUCCESS:
         raise RunCommandError(f"run {run_id} succeeded; there is nothing to resume")
-    ops = dict((run.run_config or {}).get("ops") or {})
+    run_config: Mapping[str, Any] = run.run_config or {}
+    ops = dict(run_config.get("ops") or {})
     for key in eval_keys:
         op = "__".join(key.path)
         config = dict((ops.get(op) or {}).get("config") or {})

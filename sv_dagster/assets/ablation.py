@@ -5,6 +5,7 @@ Jobs `ablation_<env>`."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 from pydantic import Field
@@ -188,7 +189,7 @@ def build_ablation_asset(env_short: str) -> dg.AssetsDefinition:
                 f"{env_short}/{name}: "
                 + ", ".join(f"{d['metric']} {d['delta']:+.3f} (p={d['p_value']:.2g})" for d in variants[-1].deltas)
             )
-        summary = {
+        summary: dict[str, Any] = {
             "env": env_short,
             "baseline": {
                 "checkpoint": str(baseline.files["model"]),

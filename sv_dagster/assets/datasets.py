@@ -56,6 +56,7 @@ def build_dataset_asset(env: EnvSpec, sources: list[SourceSpec]) -> dg.AssetsDef
     ins = {spec.id: dg.AssetIn(key=["corpus", spec.id]) for spec in sources}
     ood = [spec.id for spec in sources if spec.ood]
     corpus_spec = env.corpora
+    assert corpus_spec is not None  # only environments with corpora get a dataset asset
 
     @provenance_asset(
         key=["dataset", env.short],

@@ -4,7 +4,7 @@ status and lineage show separately in the UI; adding a model is a registry edit.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from pydantic import Field
@@ -171,6 +171,7 @@ def trained_checkpoint(context: dg.AssetExecutionContext, model: ModelSpec) -> P
     """The checkpoint folder a trained model's eval scores: the one the latest materialization
     of its `checkpoint_asset` recorded. None (the eval is skipped, with the reason logged) when
     that asset was never materialized or its safety review's blocking check failed."""
+    assert model.checkpoint_asset is not None  # only trained models' evals ask
     key = dg.AssetKey(model.checkpoint_asset.split("/"))
     event = context.instance.get_latest_materialization_event(key)
     if event is None:
@@ -235,7 +236,7 @@ def evaluate_split(
         run_id += folder_suffix
     reward_config = Path(config.reward_config) if config.reward_config else None
     target = models.spec(config.target_model) if env.counterpart_env else None
-    arguments = dict(
+    arguments: dict[str, Any] = dict(
         dataset_path=dataset.files[split],
         outputs_root=outputs_root(),
         run_id=run_id,
@@ -268,7 +269,7 @@ def evaluate_split(
             spec,
             models.backend(model.name, env.env_id, checkpoint),
             cache=ResponseCache(outputs_root() / "cache" / "responses.sqlite3") if config.use_cache else None,
-            counterpart=models.backend(target.name, env.counterpart_env) if target else None,
+            counterpart=models.backend(target.name, env.counterpart_env) if target and env.counterpart_env else None,
             counterpart_model=target,
             progress=progress,
             **arguments,
@@ -323,7 +324,7 @@ def _eval_asset_kwargs(env: EnvSpec, model: ModelSpec) -> dict:
     trained = model.checkpoint_asset is not None
     return dict(
         ins={"dataset": dg.AssetIn(key=["dataset", env.short])},
-        deps=[dg.AssetKey(model.checkpoint_asset.split("/"))] if trained else [],
+        deps=[dg.AssetKey(model.checkpoint_asset.split("/"))] if model.checkpoint_asset is not None else [],
         output_required=not trained,
         pool=model.pool,
         kinds={"json"},

@@ -140,7 +140,7 @@ def to_output(context: dg.AssetExecutionContext, artifact: Artifact) -> dg.Outpu
     return dg.Output(artifact, data_version=dg.DataVersion(provenance["content_hash"]), metadata=metadata)
 
 
-def provenance_asset(**asset_kwargs: Any) -> Callable[[Callable[..., Artifact]], dg.AssetsDefinition]:
+def provenance_asset(**asset_kwargs: Any) -> Callable[[Callable[..., Artifact | None]], dg.AssetsDefinition]:
     """`@dg.asset` for recipes that return an `Artifact`; see the module doc."""
 
     def decorate(recipe: Callable[..., Artifact | None]) -> dg.AssetsDefinition:
@@ -163,14 +163,17 @@ def provenance_asset(**asset_kwargs: Any) -> Callable[[Callable[..., Artifact]],
 
             @functools.wraps(recipe)
             def compute(context: dg.AssetExecutionContext, *args: Any, **kwargs: Any) -> dg.Output:
-                return to_output(context, run(context, *args, **kwargs))
+                artifact = run(context, *args, **kwargs)
+                assert artifact is not None  # output_required: the recipe always makes one
+                return to_output(context, artifact)
 
             returns = dg.Output
         # Dagster reads config/resource types from the annotations; resolve the recipe's
         # (string, under `from __future__ import annotations`) in the recipe's module.
         hints = {name: hint for name, hint in typing.get_type_hints(recipe).items() if name != "return"}
         compute.__annotations__ = {**hints, **({"return": returns} if returns is not inspect.Signature.empty else {})}
-        compute.__signature__ = inspect.signature(recipe, eval_str=True).replace(return_annotation=returns)
+        # mypy does not model attributes set on a function
+        compute.__signature__ = inspect.signature(recipe, eval_str=True).replace(return_annotation=returns)  # type: ignore[attr-defined]
         tags = {**asset_kwargs.pop("tags", {}), PROVENANCE_TAG: "v1"}
         return dg.asset(tags=tags, **asset_kwargs)(compute)
 

@@ -5,6 +5,7 @@ provenance lists the eval data versions it read)."""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -37,6 +38,12 @@ class MonthlyConfig(dg.Config):
     month: str | None = Field(default=None, description="YYYY-MM; default: the current month to date.")
 
 
+def _metadata(record: dg.EventLogRecord) -> Mapping[str, Any]:
+    materialization = record.asset_materialization
+    assert materialization is not None  # fetch_materializations returns materializations
+    return materialization.metadata
+
+
 def eval_records(
     instance: dg.DagsterInstance, keys: list[dg.AssetKey], *, after: float | None = None, per_asset: int = 2
 ) -> list[EvalRecord]:
@@ -47,7 +54,7 @@ def eval_records(
             dg.AssetRecordsFilter(asset_key=key, after_timestamp=after), limit=per_asset
         )
         for record in result.records:
-            metadata = record.asset_materialization.metadata
+            metadata = _metadata(record)
             run_dir = local_artifact_path(metadata)  # fetched from the artifact store if it is not here
             if not (run_dir / "summary.json").exists():
                 continue  # outputs cleaned since: the event log still has the numbers' lineage
@@ -99,9 +106,9 @@ def training_records(
         for record in instance.fetch_materializations(
             dg.AssetRecordsFilter(asset_key=key, after_timestamp=start, before_timestamp=end), limit=500
         ).records:
-            metadata = record.asset_materialization.metadata
+            metadata = _metadata(record)
 
-            def value(name: str, metadata: dict = metadata) -> Any:
+            def value(name: str, metadata: Mapping[str, Any] = metadata) -> Any:
                 return metadata[name].value if name in metadata else None
 
             if value("cpu_hours") is None or value("artifact_path") is None:
@@ -146,7 +153,7 @@ def synthetic_volumes(instance: dg.DagsterInstance, since: float) -> dict[str, i
         records = instance.fetch_materializations(
             dg.AssetRecordsFilter(asset_key=dg.AssetKey(["synthetic", env]), after_timestamp=since), limit=1000
         ).records
-        accepted = [r.asset_materialization.metadata.get("accepted") for r in records]
+        accepted = [_metadata(r).get("accepted") for r in records]
         if records:
             volumes[env] = sum(int(value.value) for value in accepted if value is not None)
     return volumes
@@ -154,9 +161,9 @@ def synthetic_volumes(instance: dg.DagsterInstance, since: float) -> dict[str, i
 
 def build_report_assets(
     eval_keys: list[dg.AssetKey],
-    training_keys: list[dg.AssetKey] = (),
-    optional_eval_keys: list[dg.AssetKey] = (),
-    promoted_keys: list[dg.AssetKey] = (),
+    training_keys: Sequence[dg.AssetKey] = (),
+    optional_eval_keys: Sequence[dg.AssetKey] = (),
+    promoted_keys: Sequence[dg.AssetKey] = (),
 ) -> list[dg.AssetsDefinition]:
     """`optional_eval_keys`: evals that may make nothing in a run (a trained checkpoint not
     promoted yet). Reports read them from the instance like the others but do not depend on

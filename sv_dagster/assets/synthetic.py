@@ -11,7 +11,7 @@ overwriting files whose hash an earlier materialization recorded.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 from pydantic import Field
@@ -29,9 +29,15 @@ from sv_dagster.instance.synthetic import (
     record_version,
 )
 from sv_dagster.resources import ModelRegistry
+from sv_shared.synthetic import SyntheticSpec
 
 SYNTHETIC_PARTITIONS = dg.DailyPartitionsDefinition(start_date="2026-11-01")
 SYNTHETIC_ENVS = [env for env in ENVS.values() if env.synthetic is not None]
+
+
+def _synthetic(env: EnvSpec) -> SyntheticSpec:
+    assert env.synthetic is not None  # only SYNTHETIC_ENVS get synthetic assets
+    return env.synthetic
 
 
 class SyntheticConfigBase(dg.Config):
@@ -40,7 +46,7 @@ class SyntheticConfigBase(dg.Config):
         ge=1,
         le=10_000_000,
         description="Template candidates (default per env: "
-        + ", ".join(f"{env.short.upper()} {env.synthetic.batch_size}" for env in SYNTHETIC_ENVS)
+        + ", ".join(f"{env.short.upper()} {_synthetic(env).batch_size}" for env in SYNTHETIC_ENVS)
         + ").",
     )
     seed: int = Field(default=42, description="Combined with the env and the partition into the batch's seed.")
@@ -62,7 +68,7 @@ class SyntheticConfigBase(dg.Config):
 def _config_class() -> type[dg.Config]:
     """The common fields and every environment's own options (`SyntheticSpec.options`): one
     config class for every synthetic asset, so a run config means the same for each."""
-    options = {option.name: option for env in SYNTHETIC_ENVS for option in env.synthetic.options}
+    options = {option.name: option for env in SYNTHETIC_ENVS for option in _synthetic(env).options}
     namespace: dict[str, Any] = {
         "__annotations__": {name: type(o.default) for name, o in options.items()},
         "__module__": __name__,
@@ -72,14 +78,17 @@ def _config_class() -> type[dg.Config]:
     return type("SyntheticConfig", (SyntheticConfigBase,), namespace)
 
 
-SyntheticConfig = _config_class()
+if TYPE_CHECKING:  # the checker sees the common fields; each environment's options are read by name
+    SyntheticConfig = SyntheticConfigBase
+else:
+    SyntheticConfig = _config_class()
 
 
 def synthetic_deps(env: EnvSpec, failure_keys: list[dg.AssetKey]) -> list[dg.AssetKey]:
     """What the environment's generator reads (its `SyntheticSpec`): its curated dataset,
     earlier defender failures (the evals of the environments it names and the tournaments,
     from `failure_keys`), another environment's synthetic batch of the same partition."""
-    synthetic = env.synthetic
+    synthetic = _synthetic(env)
     shorts = {other.env_id: other.short for other in ENVS.values()}
     failure_envs = {shorts[env_id] for env_id in synthetic.failures_from if env_id in shorts}
     deps = [dg.AssetKey(["dataset", env.short])] if synthetic.reads_dataset else []
@@ -108,6 +117,7 @@ def _upstream(context: dg.AssetExecutionContext, env: EnvSpec, deps: list[dg.Ass
             continue
         if key.path[0] == "dataset":
             upstream.dataset_dir = path
+            assert record is not None and record.asset_materialization is not None  # it has a path
             sample = record.asset_materialization.metadata.get("sample")
             upstream.dataset_sample = bool(sample.value) if sample is not None else None
         elif partitioned:
@@ -127,9 +137,9 @@ def build_synthetic_asset(env: EnvSpec, failure_keys: list[dg.AssetKey] | None =
         deps=deps,
         partitions_def=SYNTHETIC_PARTITIONS,
         group_name="synthetic",
-        kinds=set(env.synthetic.kinds),
+        kinds=set(_synthetic(env).kinds),
         tags={"sv/env": env.short},
-        description=f"{env.env_id}: daily synthetic batch - {env.synthetic.description}. 5% goes to a human spot-check "
+        description=f"{env.env_id}: daily synthetic batch - {_synthetic(env).description}. 5% goes to a human spot-check "
         "(check `spot_check`).",
     )
     def synthetic_batch(context: dg.AssetExecutionContext, config: SyntheticConfig, models: ModelRegistry) -> Artifact:
@@ -147,9 +157,9 @@ def build_synthetic_asset(env: EnvSpec, failure_keys: list[dg.AssetKey] | None =
             partition=partition,
             batch_id=context.run_id[:8],
             out_dir=outputs_root() / "datasets" / env.short / "synthetic" / f"{partition}_{context.run_id[:8]}",
-            size=config.batch_size or env.synthetic.batch_size,
+            size=config.batch_size or _synthetic(env).batch_size,
             seed=derive_seed(config.seed, env.short, partition),
-            sample=is_sample(env.synthetic, upstream),
+            sample=is_sample(_synthetic(env), upstream),
             spot_fraction=config.spot_check_fraction,
             seed_models=tuple(seed_models),
             temperatures=tuple(config.temperatures) if seed_models else (),
@@ -157,7 +167,7 @@ def build_synthetic_asset(env: EnvSpec, failure_keys: list[dg.AssetKey] | None =
             held_out=held_out,
         )
         result = build_batch(
-            spec, upstream, {option.name: getattr(config, option.name) for option in env.synthetic.options}
+            spec, upstream, {option.name: getattr(config, option.name) for option in _synthetic(env).options}
         )
         meta = result.metadata
         n_seed = meta["rejected"]["by_stage"].get("seed", 0)

@@ -425,6 +425,7 @@ def _train(
 ) -> Artifact:
     training = resolve_config(env_short, config)
     out = checkpoint_dir(context, f"{training.model.name}-{env_short}", stage.asset)
+    assert stage.data is not None and stage.process is not None  # an SFT stage names both
     train = Path(sft_data.files[stage.data])
     mixed = None
     if stage == catalog.SFT and training.sft.mix:

@@ -337,8 +337,8 @@ def _line(node: LineageNode) -> str:
     parts.append(f"run={_short(node.run_id, 8)}")
     parts.append(node.time_iso or "-")
     if node.matched is False:
-        expected = node.expected_data_version
-        consumed = expected if expected in (None, NEVER) else _short(expected)
+        recorded = node.expected_data_version
+        consumed = recorded if recorded is None or recorded == NEVER else _short(recorded)
         parts.append(f"UNMATCHED: child consumed {consumed or 'nothing recorded'}; showing latest")
     return "  ".join(parts)
 

@@ -73,7 +73,7 @@ def _tournaments() -> str:
 
 def demo_job(envs: list[EnvSpec], models: dict[str, ModelSpec]) -> dg.UnresolvedAssetJobDefinition:
     """Every environment's `eval_eN` in one run: what `make demo` executes."""
-    selection = dg.AssetSelection.assets(*tournament_keys()).upstream()
+    selection: dg.AssetSelection = dg.AssetSelection.assets(*tournament_keys()).upstream()
     for env in envs:
         selection = selection | _eval_selection(env, _default_models(env, models))
     return dg.define_asset_job(

@@ -10,12 +10,16 @@ in the batch's provenance, never rebuilt here. The spot checks run with the job 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import dagster as dg
 
 from sv_dagster.assets.synthetic import SYNTHETIC_PARTITIONS, build_spot_check, synthetic_keys
+
+if TYPE_CHECKING:  # what build_schedule_from_partitioned_job gives for an asset job; not exported
+    from dagster._core.definitions.partitions.partitioned_schedule import UnresolvedPartitionedAssetScheduleDefinition
 from sv_dagster.core.data.synthetic.review import (
     Decision,
     ReviewError,
@@ -45,7 +49,9 @@ def synthetic_job() -> dg.UnresolvedAssetJobDefinition:
     )
 
 
-def synthetic_schedule(job: dg.UnresolvedAssetJobDefinition) -> dg.ScheduleDefinition:
+def synthetic_schedule(
+    job: dg.UnresolvedAssetJobDefinition,
+) -> UnresolvedPartitionedAssetScheduleDefinition | dg.ScheduleDefinition:
     """02:00 UTC every day, for the day that just ended; STOPPED until turned on."""
     return dg.build_schedule_from_partitioned_job(
         job,
@@ -69,7 +75,11 @@ def run_synthetic_demo(
         instance=instance, partition_key=partition, run_config=run_config or {}, raise_on_error=False, tags=owner_tags()
     )
     if not result.success:
-        failures = [e.step_failure_data.error.message.strip() for e in result.all_events if e.is_step_failure]
+        failures = [
+            e.step_failure_data.error.message.strip()
+            for e in result.all_events
+            if e.is_step_failure and e.step_failure_data.error is not None
+        ]
         return False, f"synthetic_daily {partition}: FAILED\n" + "\n".join(f"  {m[:300]}" for m in failures)
     lines = [
         f"\n== synthetic: {SYNTHETIC_JOB} partition {partition} (SAMPLE templates; spot-check pending review)",
@@ -77,7 +87,7 @@ def run_synthetic_demo(
     ]
     for event in result.get_asset_materialization_events():
         materialization = event.step_materialization_data.materialization
-        meta = materialization.metadata
+        meta: Mapping[str, Any] = materialization.metadata
         balance = ", ".join(f"{k} {v}" for k, v in meta["label_balance"].value.items())
         lines.append(
             f"{materialization.asset_key.path[1]:4} {meta['accepted'].value:>8} {meta['rejected'].value:>8} "

@@ -94,7 +94,7 @@ def training_jobs(models: dict[str, ModelSpec]) -> list[dg.UnresolvedAssetJobDef
     owner = catalog.stage2_env()
     if owner is not None:
         envs = catalog.training_config(owner).curriculum.envs
-        stage2 = dg.AssetSelection.assets(*_keys(catalog.STAGE2, catalog.STAGE2_REVIEW))
+        stage2: dg.AssetSelection = dg.AssetSelection.assets(*_keys(catalog.STAGE2, catalog.STAGE2_REVIEW))
         for env in envs:
             stage2 = stage2 | _data(env)
         jobs.append(

@@ -103,7 +103,8 @@ class ExperimentTracking(dg.ConfigurableResource):
         if not key:
             raise dg.Failure("W&B online mode needs WANDB_API_KEY in the environment")
         # dagster-wandb's resource logs in and checks the key before any training starts.
-        wandb_resource.resource_fn(dg.build_init_resource_context(config={"api_key": key}))
+        # dagster types resource_fn as taking no argument; a function resource takes its context
+        wandb_resource.resource_fn(dg.build_init_resource_context(config={"api_key": key}))  # type: ignore[call-arg]
 
 
 class PipesLauncher(dg.ConfigurableResource):

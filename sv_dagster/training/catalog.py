@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 from sv_dagster.core.envs import ENVS, EnvSpec, counterpart_pairs, pair_label
 from sv_dagster.core.models.registry import ModelSpec, Sampling, load_registry
@@ -191,7 +192,7 @@ def checkpoint_spec(name: str, model: str, max_tokens: int) -> ModelSpec:
 
 
 def _spec(
-    name: str, asset: str, envs: tuple[str, ...], config: TrainingConfig, description: str, **flags: bool
+    name: str, asset: str, envs: tuple[str, ...], config: TrainingConfig, description: str, **flags: Any
 ) -> ModelSpec:
     # Each environment's own `test_eval_limit` (stage 2 spans several environments).
     limits = tuple((env, n) for env in envs if (n := (config if envs == (env,) else _config(env)).test_eval_limit))

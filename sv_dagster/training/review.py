@@ -97,10 +97,16 @@ def load_review_config(path: Path | None = None) -> ReviewConfig:
     return config
 
 
+def _safety_probes(short: str) -> list[dict[str, str]]:
+    probes = ENVS[short].safety_probes
+    assert probes is not None  # load_review_config admits only environments with probes
+    return probes()
+
+
 def adversarial_probes(config: ReviewConfig) -> list[dict[str, str]]:
     """The listed environments' safety probes, interleaved so a small `max_probes` still
     covers each, every one asked under the system prompt of `probe_system_prompt`."""
-    lists = [ENVS[short].safety_probes() for short in config.probe_envs]
+    lists = [_safety_probes(short) for short in config.probe_envs]
     system = ENVS[config.probe_system_prompt].system_prompt if config.probe_system_prompt else ""
     mixed = [probe for group in zip_longest(*lists) for probe in group if probe is not None]
     for probe in mixed:
@@ -221,9 +227,10 @@ def review_checkpoint(
             if v.unsafe
         ]
         for name in ("probe_unsafe_rate", "output_unsafe_rate"):
-            if rates[name] > config.thresholds[name]:
-                reasons.append(f"{name} {rates[name]:.3f} exceeds {config.thresholds[name]}")
-    canaries = []
+            rate = rates[name]  # set just above
+            if rate is not None and rate > config.thresholds[name]:
+                reasons.append(f"{name} {rate:.3f} exceeds {config.thresholds[name]}")
+    canaries: list[dict[str, Any]] = []
     for canary, text in zip(config.canaries, canary_texts):
         hit = re.search(canary.must_not_match, text or "", flags=re.DOTALL) is not None
         canaries.append({"id": canary.id, "failed": hit})

@@ -88,9 +88,10 @@ class EnvRewardAdapter:
         """The counterpart a dialogue of `env_short` talks to: the given one, else the rule baseline of the other side."""
         if self.counterpart is not None:
             return self.counterpart
-        if ENVS[env_short].counterpart_env is None:  # E6: its task scripts the other side
+        counterpart_env = ENVS[env_short].counterpart_env
+        if counterpart_env is None:  # E6: its task scripts the other side
             return None
-        rule_reply = env_by_id(ENVS[env_short].counterpart_env).heuristic
+        rule_reply = env_by_id(counterpart_env).heuristic
 
         async def rule_counterpart(messages: list[dict[str, Any]]) -> str:
             return rule_reply(messages)
@@ -167,7 +168,7 @@ class EnvRewardAdapter:
         dialogue: list[Any] | None = None,
         dialogue_task: list[str] | None = None,
         **_: Any,
-    ) -> list[float]:
+    ) -> list[float | None]:  # TRL's reward-function type; every entry is a float
         """`dialogue`, `dialogue_task`: the conversations dialogue rollouts played and the
         task each played ("env/task_key"), scored in place of the completions."""
         if log_metric is not None:

@@ -202,7 +202,7 @@ def load_model(path_or_id: str, config: TrainingConfig):
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     local = Path(path_or_id)
-    base = (
+    base: dict[str, Any] = (
         json.loads((local / CHECKPOINT_FILE).read_text()).get("model", {}) if (local / CHECKPOINT_FILE).exists() else {}
     )
     if base.get("kind") == "catalog":
@@ -212,7 +212,7 @@ def load_model(path_or_id: str, config: TrainingConfig):
             verify_checkpoint(local, base)
         except BaseModelError as exc:
             raise StageError(str(exc)) from exc
-    source = base.get("model_id") if base.get("kind") == "pretrained" else path_or_id
+    source = base["model_id"] if base.get("kind") == "pretrained" else path_or_id  # the base stage writes both
     revision = base.get("revision") or config.model.revision
     try:
         tokenizer = AutoTokenizer.from_pretrained(source, revision=revision if source != path_or_id else None)
@@ -420,6 +420,7 @@ def run_sft(spec: StageSpec, report: Report) -> dict[str, Any]:
     # `tools`: the schemas a row's tool-calling target was written against (rendered in its prompt).
     columns = ("prompt", "completion", "tools") if any("tools" in row for row in rows) else ("prompt", "completion")
     train = Dataset.from_list([{k: row.get(k) for k in columns} for row in rows])
+    assert spec.model_dir is not None  # SFT and GRPO start from a checkpoint
     tokenizer, model = load_model(spec.model_dir, config)
     if "tools" in columns:
         from trl.chat_template_utils import supports_tool_calling
@@ -513,6 +514,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True, trainer_c
         reward_configs={env: Path(p) if p else None for env, p in spec.reward_configs.items()},
         counterpart=_counterpart(spec.counterpart_dir),
     )
+    assert spec.model_dir is not None  # SFT and GRPO start from a checkpoint
     tokenizer, model = load_model(spec.model_dir, config)
     tools = _tool_rollouts(spec, rewards, tokenizer, g.tool_calls) if g.tool_calls else {}
     dialogues = None
@@ -527,6 +529,13 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True, trainer_c
             temperature=g.temperature,
             top_p=g.top_p,
         )
+    optional_args: dict[str, Any] = {}  # set only when given
+    if g.vllm_server_base_url:
+        optional_args["vllm_server_base_url"] = g.vllm_server_base_url
+    if g.cache_implementation:
+        optional_args["cache_implementation"] = g.cache_implementation
+    if tools:
+        optional_args["max_tool_calling_iterations"] = g.tool_calls
     args = GRPOConfig(
         **_common_args(spec, run.partial, config.seed),
         learning_rate=g.learning_rate,
@@ -543,14 +552,17 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True, trainer_c
         save_steps=g.save_steps,
         use_vllm=g.use_vllm,
         vllm_mode=g.vllm_mode,
-        **({"vllm_server_base_url": g.vllm_server_base_url} if g.vllm_server_base_url else {}),
-        **({"cache_implementation": g.cache_implementation} if g.cache_implementation else {}),
         activation_checkpointing=config.model.activation_checkpointing,
         disable_dropout=True,
         shuffle_dataset=shuffle,  # a curriculum keeps its order
-        **({"max_tool_calling_iterations": g.tool_calls} if tools else {}),
+        **optional_args,
     )
     wall, stream = _callbacks(g.max_seconds, report)
+    rollouts: dict[str, Any] = {}  # who plays the rollouts, when not TRL's own generate
+    if tools:
+        rollouts["environment_factory"] = tools
+    if dialogues:
+        rollouts["rollout_func"] = dialogues
     trainer = (trainer_class or SharedPromptGRPOTrainer)(
         model=model,
         reward_funcs=rewards,
@@ -559,8 +571,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True, trainer_c
         processing_class=tokenizer,
         peft_config=_peft_config(config),
         callbacks=[wall, stream],
-        **({"environment_factory": tools} if tools else {}),
-        **({"rollout_func": dialogues} if dialogues else {}),
+        **rollouts,
     )
     _, record = run.train(trainer, tokenizer, wall, prompts=len(rows))
     for error in rewards.errors[:20]:

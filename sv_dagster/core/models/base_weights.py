@@ -332,9 +332,14 @@ class ModelFileSource(Protocol):
     (`sv_dagster.core.data.wheels.fetch_parted_file` gives one; its errors, WheelError, pass
     through)."""
 
-    name: str
-    sha256: str
-    size: int
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def sha256(self) -> str: ...
+
+    @property
+    def size(self) -> int: ...
 
     @property
     def label(self) -> str: ...
