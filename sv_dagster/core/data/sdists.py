@@ -263,12 +263,12 @@ class Sdist:
         try:
             with tarfile.open(self.path, "r|gz") as archive:  # a stream: one forward pass
                 for entry in archive:
-                    member = by_entry.get(entry.name)
-                    if member is None or member in out or not entry.isfile():
+                    found = by_entry.get(entry.name)
+                    if found is None or found in out or not entry.isfile():
                         continue
                     handle = archive.extractfile(entry)
                     blob = handle.read(MAX_MEMBER_BYTES + 1) if handle is not None else b""
-                    out[member] = (blob, self._facts(member, blob, pins[member]))
+                    out[found] = (blob, self._facts(found, blob, pins[found]))
         except (tarfile.TarError, OSError, EOFError) as exc:
             raise SdistError(f"{self.label}: cannot read its members: {exc}") from exc
         missing = sorted(set(pins) - set(out))
