@@ -62,11 +62,13 @@ TEST_WORKERS ?= 2
 test: setup lint
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-# Formatting, lint and the import layering (pyproject: [tool.ruff], [tool.importlinter]).
+# Formatting, lint, the import layering and types (pyproject: [tool.ruff], [tool.importlinter],
+# [tool.mypy]; mypy's cache in the venv keeps a second run quick).
 lint: setup
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports --no-logo
+	$(BIN)/mypy
 
 $(EVAL_TARGETS): eval-%: setup
 	$(BIN)/sv-dagster eval $* --models $(MODELS) --seed $(SEED) --include-tools $(INCLUDE_TOOLS) --target $(TARGET) $(if $(N),--n $(N)) $(if $(DATASET),--dataset "$(DATASET)")
