@@ -38,7 +38,7 @@ class Session:
 
 
 def session() -> Session:
-    return click.get_current_context().find_object(Session)
+    return click.get_current_context().ensure_object(Session)
 
 
 VERBOSE_HELP = "also Dagster's step-by-step events (DEBUG) on the console, not only progress and results"
@@ -46,7 +46,7 @@ VERBOSE_HELP = "also Dagster's step-by-step events (DEBUG) on the console, not o
 
 def _set_verbose(ctx: click.Context, _param, value: bool) -> None:
     if value:
-        ctx.find_object(Session).verbose = True
+        ctx.ensure_object(Session).verbose = True
 
 
 def verbose_option(command):

@@ -133,7 +133,7 @@ def run_eval_command(
     if metadata_file.exists():  # else (an outputs root on another machine) the eval asset checks them
         sizes = split_sizes(metadata_file)
         check_split(split, sizes, f"dataset/{env.short}")
-        check_limit(None if n == ALL else n, split, sizes[split], f"dataset/{env.short}")
+        check_limit(n if isinstance(n, int) else None, split, sizes[split], f"dataset/{env.short}")
     keys = {eval_asset_key(env, registry[name]) for name in models}
     op_config = {
         "limit": None if n == ALL else n,
@@ -182,7 +182,7 @@ def resume(run_id: str) -> int:
     on = instance()
     defs = session().definitions()
     plan = plan_resume(on, run_id, defs.resolve_asset_graph().get_all_asset_keys())  # a user error: `main`
-    selection = dg.AssetSelection.assets(*plan.eval_keys)
+    selection: dg.AssetSelection = dg.AssetSelection.assets(*plan.eval_keys)
     datasets = {dg.AssetKey(["dataset", key.path[1]]) for key in plan.eval_keys}
     if any(on.get_latest_materialization_event(key) is None for key in datasets):
         selection = selection.upstream()  # killed before its dataset was built

@@ -34,9 +34,9 @@ def run_check() -> int:
     for env in ENVS.values():
         for spec in load_models().values():
             entry = on.get_latest_materialization_event(dg.AssetKey(["eval", env.short, spec.key]))
-            if entry is None:
+            if entry is None or entry.asset_materialization is None:
                 continue
-            run_dir = Path(entry.asset_materialization.metadata["artifact_path"].value)
+            run_dir = Path(str(entry.asset_materialization.metadata["artifact_path"].value))
             result = regression_gate(run_dir, outputs_root())
             states.append(result.state)
             detail = (

@@ -16,6 +16,12 @@ from sv_dagster.instance import DATA_VERSION_TAG
 from sv_dagster.instance.lineage import metadata_value
 
 
+def _metadata(event: dg.EventLogEntry | None) -> Any:
+    """The metadata of a latest-materialization event ({} for none)."""
+    materialization = event.asset_materialization if event is not None else None
+    return materialization.metadata if materialization is not None else {}
+
+
 def _text(metadata, key: str) -> str | None:
     value = metadata.get(key)
     return None if value is None else str(value.value)
@@ -38,7 +44,7 @@ def corpora_to_build(instance: dg.DagsterInstance, parent_keys) -> dict[dg.Asset
         spec = sources.get(key.path[-1])
         if key.path[0] != "corpus" or spec is None:
             continue
-        metadata = event.asset_materialization.metadata
+        metadata = _metadata(event)
         recorded = {name: metadata_value(metadata, name) for name in ("sample", "location", "files")}
         why = source_change(spec, recorded)
         if why is not None:
@@ -68,7 +74,7 @@ def dataset_plan(
     if event is None:
         stale = True
     else:
-        metadata = event.asset_materialization.metadata
+        metadata = _metadata(event)
         stale = dataset_stale(_text(metadata, "user_file"), _text(metadata, "user_file_sha256"), user)
     return DatasetPlan(build=stale or bool(reasons), corpora=list(corpora), reasons=reasons)
 
@@ -132,7 +138,7 @@ def _corpus_names(instance: dg.DagsterInstance, source_ids: list[str]) -> str:
     by_package: dict[str, list[str]] = {}
     for source_id in source_ids:
         event = instance.get_latest_materialization_event(dg.AssetKey(["corpus", source_id]))
-        metadata: Any = event.asset_materialization.metadata if event is not None else {}
+        metadata = _metadata(event)
         files = [f for f in metadata_value(metadata, "files") or [] if isinstance(f, dict)]
         packages = {
             f"{f['package']}=={f['version']} ({kind} sha256 {str(f[kind + '_sha256'])[:12]})"

@@ -28,10 +28,12 @@ def run_outcome(result) -> RunOutcome:
     outcome = RunOutcome()
     for materialization in _materializations(result):
         kind = materialization.asset_key.path[0]
-        path = Path(materialization.metadata["artifact_path"].value) if kind in ("eval", "tournament") else None
+        if kind not in ("eval", "tournament"):
+            continue
+        path = Path(materialization.metadata["artifact_path"].value)
         if kind == "tournament":
             outcome.tournaments.append(path)
-        elif kind == "eval":
+        else:
             summary = json.loads((path / "summary.json").read_text())
             outcome.evals.setdefault(materialization.asset_key.path[1], []).append((summary, path))
     return outcome

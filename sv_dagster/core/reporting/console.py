@@ -27,7 +27,7 @@ def subset_note(run_dir: Path) -> str:
     return f" ({n} of the {size} {dataset.get('split', '?')} examples, drawn with seed {metadata.get('seed')})"
 
 
-def eval_table(env, entries: list[tuple[dict[str, Any], Path]]) -> str:
+def eval_table(env: Any, entries: list[tuple[dict[str, Any], Path]]) -> str:
     """An environment's eval table: a row per model, or where some test rows come from a
     test-only corpus, a row per model and source (`by_source`); for an environment with
     reference policies, their rows after the models' and each model's margin over the best of
@@ -187,7 +187,9 @@ def training_text(
         lines += ["dev split, each stage as it finished (training settings are judged on these):"]
         lines.append(format_table(dev, columns, first=("stage", "model")))
     lines.append("held-out test split, evaluated once at the end of the chain:")
-    references = next((r["reference_policies"]["policies"] for r in rows if r.get("reference_policies")), [])
+    references: list[dict[str, Any]] = next(
+        (r["reference_policies"]["policies"] for r in rows if r.get("reference_policies")), []
+    )
     lines.append(
         format_table(
             [training_row(r, r["model"], columns) for r in rows]
