@@ -73,7 +73,7 @@ def _play(
     attack: EnvSpec,
     defense: EnvSpec,
 ) -> Artifact:
-    from sv_dagster.core.evals.tournament import plot_success_curve, run_tournament
+    from sv_dagster.core.evals.tournament import plot_success_curve, rounds_markdown, run_tournament, success_curve
 
     out = artifact_dir(context, "tournaments")
     attacker, defender = models.spec(config.attacker_model), models.spec(config.defender_model)
@@ -103,23 +103,9 @@ def _play(
     }
     write_json(out / "tournament.json", data)
     plot = plot_success_curve(result, out / "success_curve.png")
-    curve = " -> ".join(
-        f"{r.attacker_success_rate:.2f}" if r.attacker_success_rate is not None else "n/a" for r in result.rounds
-    )
+    curve = success_curve(result)
     context.log.info(f"tournament {attacker.name} vs {defender.name}: attacker success per round {curve}")
-    table = [
-        "| round | attacker success (95% CI) | defender unsafe | over-refusal | known attacks |",
-        "|---|---|---|---|---|",
-    ]
-    for r in result.rounds:
-        ci = r.attacker_success_ci95
-        table.append(
-            f"| {r.round} | {r.attacker_success_rate:.2f} "
-            + (f"[{ci[0]:.2f}, {ci[1]:.2f}]" if ci else "")
-            + f" | {'' if r.defender_unsafe_rate is None else f'{r.defender_unsafe_rate:.2f}'}"
-            + f" | {'' if r.defender_over_refusal_rate is None else f'{r.defender_over_refusal_rate:.2f}'}"
-            + f" | {r.known_attacks} |"
-        )
+    table = rounds_markdown(result)
     return Artifact(
         path=out,
         config={**config.model_dump(), "attacker": attacker.public_dict(), "defender": defender.public_dict()},

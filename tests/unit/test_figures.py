@@ -29,3 +29,16 @@ def test_console_table_pads_each_column_to_its_widest_cell():
         "heuristic  56  0.500   ",
         "o          7   -       ",
     ]
+
+
+def test_the_tournament_table_and_curve_print_figures_as_the_console_does():
+    from sv_dagster.core.evals.tournament import RoundResult, TournamentResult, rounds_markdown, success_curve
+
+    measured = RoundResult(1, 0.5, [0.25, 0.75], 4, 2, 0, "a", defender_unsafe_rate=0.125, known_attacks=0)
+    failed = RoundResult(2, None, None, 4, 0, 4, "b", defender_over_refusal_rate=1.0, known_attacks=2)
+    result = TournamentResult(rounds=[measured, failed])
+    assert success_curve(result) == "0.50 -> n/a"
+    assert rounds_markdown(result)[2:] == [
+        "| 1 | 0.50 [0.25, 0.75] | 0.12 |  | 0 |",  # no over-refusal measured: blank, as before
+        "| 2 | -  |  | 1.00 | 2 |",  # a round without a rate prints "-" (it used to raise)
+    ]
