@@ -62,5 +62,6 @@ def training_outcome(result) -> TrainingOutcome:
             stages.append((rest[-1], {name: metadata_value(metadata, name) for name in metadata}))
         elif kind == "safety_review":
             review = {name: metadata[name].value for name in ("review_passed", "reasons") if name in metadata}
-    rows.sort(key=lambda r: stage_order(r["model"]))
+    by_stage = stage_order()
+    rows.sort(key=lambda r: by_stage(r["model"]))
     return TrainingOutcome(rows, stages, review)

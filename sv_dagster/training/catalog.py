@@ -10,6 +10,7 @@ new version of that model in the eval's lineage.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
@@ -37,8 +38,6 @@ class Stage:
     """The training process that makes it (`training.stages.STAGES`); None: not trained here."""
     suffix: str
     """Its registry model: `<model>-<env>-<suffix>`."""
-    order: int
-    """Its row in training tables."""
     data: str | None = None
     """The sft_data file it trains on."""
     upstream: str | None = None
@@ -47,12 +46,16 @@ class Stage:
     """A safety review gates it: its evals read the reviewed checkpoint."""
     doc: str = ""
 
+    @property
+    def order(self) -> int:
+        """Its row in training tables: its place in the chain, promoted last."""
+        return tuple(STAGES.values()).index(self)
+
 
 BASE = Stage(
     "base",
     "base",
     "base",
-    0,
     data="sft",
     doc="the starting model: the tiny model built here (tokenizer trained on sft_data, random init) or a named "
     "pretrained model",
@@ -61,7 +64,6 @@ SFT = Stage(
     "sft",
     "sft",
     "sft",
-    1,
     data="sft",
     upstream="base",
     doc="supervised fine-tuning (TRL SFTTrainer) on sft_data, stopped by epochs or steps",
@@ -70,14 +72,13 @@ RLFT1 = Stage(
     "rlft_stage1",
     "grpo",
     "rlft1",
-    2,
     data="grpo",
     upstream="sft",
     reviewed=True,
     doc="GRPO (TRL GRPOTrainer) on the environment's own rewards (weights from its reward TOML or the experiment), "
     "starting from the SFT checkpoint",
 )
-PROMOTED = Stage("promoted", None, "promoted", 3, doc="the reviewed stage-1 checkpoint after a human sign-off")
+PROMOTED = Stage("promoted", None, "promoted", doc="the reviewed stage-1 checkpoint after a human sign-off")
 ENV_STAGES = (BASE, SFT, RLFT1)
 """The per-environment chain; stage 2 (curriculum) is across environments."""
 STAGES = {stage.asset: stage for stage in (*ENV_STAGES, PROMOTED)}
@@ -157,10 +158,11 @@ def stage_by_model() -> dict[str, Stage]:
     return {model_name(_config(env), env, stage): stage for env in training_envs() for stage in STAGES.values()}
 
 
-def stage_order(model: str) -> int:
-    """A registry model's row in training tables: by its stage, other models last."""
-    stage = stage_by_model().get(model)
-    return stage.order if stage is not None else len(STAGES)
+def stage_order() -> Callable[[str], int]:
+    """A sort key for registry models: by their stage's row in training tables, other models
+    last (the model names are read once, not per row)."""
+    orders = {model: stage.order for model, stage in stage_by_model().items()}
+    return lambda model: orders.get(model, len(STAGES))
 
 
 def stage2_model_name(config: TrainingConfig) -> str:

@@ -336,10 +336,11 @@ def test_one_stage_table_names_each_stage_as_the_registry_assets_and_trainer_do(
             assert models[name].checkpoint_asset == key, name
             names.append(name)
         # Table order, whatever the names sort as: "rlft1" sorts before "sft".
-        assert sorted(reversed(names + ["other-model"]), key=catalog.stage_order) == names + ["other-model"]
+        assert sorted(reversed(names + ["other-model"]), key=catalog.stage_order()) == names + ["other-model"]
     for stage in catalog.ENV_STAGES:
         assert stage.process in PROCESSES and stage.data in ("sft", "grpo")
         assert stage.upstream is None or catalog.STAGES[stage.upstream].order < stage.order
+    assert [stage.order for stage in catalog.STAGES.values()] == [0, 1, 2, 3]  # the chain, promoted last
     assert catalog.RLFT1.asset == "rlft_stage1" and catalog.RLFT1.process == "grpo" and catalog.RLFT1.suffix == "rlft1"
 
 
