@@ -73,7 +73,8 @@ def _play(
     attack: EnvSpec,
     defense: EnvSpec,
 ) -> Artifact:
-    from sv_dagster.core.evals.tournament import plot_success_curve, rounds_markdown, run_tournament, success_curve
+    from sv_dagster.core.evals.tournament import plot_success_curve, run_tournament
+    from sv_dagster.core.reporting.figures import rounds_markdown, success_curve
 
     out = artifact_dir(context, "tournaments")
     attacker, defender = models.spec(config.attacker_model), models.spec(config.defender_model)

@@ -32,7 +32,8 @@ def test_console_table_pads_each_column_to_its_widest_cell():
 
 
 def test_the_tournament_table_and_curve_print_figures_as_the_console_does():
-    from sv_dagster.core.evals.tournament import RoundResult, TournamentResult, rounds_markdown, success_curve
+    from sv_dagster.core.evals.tournament import RoundResult, TournamentResult
+    from sv_dagster.core.reporting.figures import rounds_markdown, success_curve
 
     measured = RoundResult(1, 0.5, [0.25, 0.75], 4, 2, 0, "a", defender_unsafe_rate=0.125, known_attacks=0)
     failed = RoundResult(2, None, None, 4, 0, 4, "b", defender_over_refusal_rate=1.0, known_attacks=2)

@@ -29,7 +29,6 @@ from sv_dagster.core.evals.evaluation import EvalRun, evaluate
 from sv_dagster.core.evals.stats import STANDARD_SEED
 from sv_dagster.core.models.completion import Backend
 from sv_dagster.core.models.registry import ModelSpec
-from sv_dagster.core.reporting.figures import CONSOLE_CI_DIGITS, ci_text, fmt
 from sv_shared.redteam import defender_probe_rows, refused_attacks, successful_attack_text
 
 MakeBackend = Callable[[ModelSpec, str], Backend]
@@ -186,34 +185,6 @@ def run_tournament(
             known.extend(previous_successes)
             blocked.extend(refused)
     return result
-
-
-def success_curve(result: TournamentResult) -> str:
-    """The attacker's success rate per round, `0.50 -> 0.25` ("n/a" for a round without one)."""
-    return " -> ".join(
-        "n/a" if r.attacker_success_rate is None else fmt(r.attacker_success_rate, CONSOLE_CI_DIGITS)
-        for r in result.rounds
-    )
-
-
-def rounds_markdown(result: TournamentResult) -> list[str]:
-    """The tournament's rounds as a Markdown table: attacker success with its 95% CI, the
-    defender's unsafe and over-refusal rates (blank where not measured), known attacks."""
-    lines = [
-        "| round | attacker success (95% CI) | defender unsafe | over-refusal | known attacks |",
-        "|---|---|---|---|---|",
-    ]
-    for r in result.rounds:
-        ci = r.attacker_success_ci95
-        success = fmt(r.attacker_success_rate, CONSOLE_CI_DIGITS) + (
-            f" {ci_text(ci, CONSOLE_CI_DIGITS)}" if ci else " "
-        )
-        unsafe, refusal = (
-            "" if rate is None else fmt(rate, CONSOLE_CI_DIGITS)
-            for rate in (r.defender_unsafe_rate, r.defender_over_refusal_rate)
-        )
-        lines.append(f"| {r.round} | {success} | {unsafe} | {refusal} | {r.known_attacks} |")
-    return lines
 
 
 def plot_success_curve(result: TournamentResult, path: Path) -> Path:

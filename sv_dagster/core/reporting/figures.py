@@ -5,7 +5,10 @@ own precision of CIs (the console's tables 2 decimals, the reports' 3)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sv_dagster.core.evals.tournament import TournamentResult
 
 CONSOLE_CI_DIGITS = 2
 REPORT_CI_DIGITS = 3
@@ -41,3 +44,31 @@ def format_table(
     lines = ["  ".join(cell.ljust(width) for cell, width in zip(line, widths)) for line in [header, *body]]
     lines.insert(1, "  ".join("-" * width for width in widths))
     return "\n".join(lines)
+
+
+def success_curve(result: TournamentResult) -> str:
+    """The attacker's success rate per round, `0.50 -> 0.25` ("n/a" for a round without one)."""
+    return " -> ".join(
+        "n/a" if r.attacker_success_rate is None else fmt(r.attacker_success_rate, CONSOLE_CI_DIGITS)
+        for r in result.rounds
+    )
+
+
+def rounds_markdown(result: TournamentResult) -> list[str]:
+    """The tournament's rounds as a Markdown table: attacker success with its 95% CI, the
+    defender's unsafe and over-refusal rates (blank where not measured), known attacks."""
+    lines = [
+        "| round | attacker success (95% CI) | defender unsafe | over-refusal | known attacks |",
+        "|---|---|---|---|---|",
+    ]
+    for r in result.rounds:
+        ci = r.attacker_success_ci95
+        success = fmt(r.attacker_success_rate, CONSOLE_CI_DIGITS) + (
+            f" {ci_text(ci, CONSOLE_CI_DIGITS)}" if ci else " "
+        )
+        unsafe, refusal = (
+            "" if rate is None else fmt(rate, CONSOLE_CI_DIGITS)
+            for rate in (r.defender_unsafe_rate, r.defender_over_refusal_rate)
+        )
+        lines.append(f"| {r.round} | {success} | {unsafe} | {refusal} | {r.known_attacks} |")
+    return lines
