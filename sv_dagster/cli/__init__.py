@@ -102,7 +102,11 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         return exc.exit_code
-    except click.Abort:
+    except click.Abort as exc:
+        # click turns an EOFError inside a command into Abort too: that is a fault (a pipe a
+        # worker closed), not the user's Ctrl-C, so it keeps its traceback.
+        if isinstance(exc.__cause__, EOFError):
+            raise exc.__cause__ from None
         print("Aborted!", file=sys.stderr)
         return 1
     except UserError as exc:  # a person can fix it: one line; anything else is a fault with its traceback

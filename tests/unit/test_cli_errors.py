@@ -262,3 +262,20 @@ def test_any_user_error_ends_in_its_line_and_any_other_error_is_a_fault(isolated
     monkeypatch.setattr(gate, "run_check", broken("a bug", ValueError))
     with pytest.raises(ValueError, match="a bug"):
         main(["check"])
+
+
+def test_a_closed_pipe_inside_a_command_is_a_fault_and_ctrl_c_ends_the_command(isolated: Path, monkeypatch, capsys):
+    import sv_dagster.cli.gate as gate
+
+    def closed_pipe() -> int:
+        raise EOFError("a worker closed its pipe")
+
+    monkeypatch.setattr(gate, "run_check", closed_pipe)
+    with pytest.raises(EOFError, match="a worker closed its pipe"):  # click would print only "Aborted!"
+        main(["check"])
+
+    def interrupted() -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(gate, "run_check", interrupted)
+    assert main(["check"]) == 1 and capsys.readouterr().err.strip().endswith("Aborted!")
