@@ -3,7 +3,8 @@ Dagster instance and outputs root, so no tool result, model reply or checkpoint 
 SmolLM2 conversion under ~/.cache is, as on any machine's second demo; the record says
 whether it was there). The shell's environment is passed on as it is (run it from a plain shell,
 as `make bench-demo` does). Records the demo's own phase times (the lines it prints) beside the
-wall time measured here.
+wall time measured here, and each step's time from the demo's runs (steps run one at a time
+in-process, so they show where the minutes go).
 
 Usage: python bench/demo.py [--write]
 Prints one JSON line; --write also records it as bench/results/<date>-demo.json. Exit 1 when
@@ -43,6 +44,20 @@ def phase_times(stdout: str) -> dict[str, float | None]:
     return {name: float(match.group(1)) if match else None for name, match in found.items()}
 
 
+def step_seconds(dagster_home: Path) -> dict[str, dict[str, float]]:
+    """Each run's steps by job, longest first, from the demo's instance."""
+    import dagster as dg
+
+    with dg.DagsterInstance.from_config(str(dagster_home)) as instance:
+        runs = sorted(instance.get_runs(), key=lambda run: instance.get_run_record_by_id(run.run_id).create_timestamp)
+        times: dict[str, dict[str, float]] = {}
+        for run in runs:
+            stats = [s for s in instance.get_run_step_stats(run.run_id) if s.start_time and s.end_time]
+            steps = {s.step_key: round(s.end_time - s.start_time, 1) for s in stats}
+            times[run.job_name] = dict(sorted(steps.items(), key=lambda item: -item[1]))
+    return times
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--write", action="store_true", help="record bench/results/<date>-demo.json")
@@ -61,6 +76,7 @@ def main() -> int:
         started = time.perf_counter()
         proc = subprocess.run([str(cli), "demo"], cwd=ROOT, env=environ, capture_output=True, text=True)
         wall = time.perf_counter() - started
+        steps = step_seconds(home) if proc.returncode == 0 else {}
     if args.stdout:
         args.stdout.write_text(proc.stdout)
     if proc.returncode != 0:
@@ -70,6 +86,7 @@ def main() -> int:
         "wall_seconds": wall,
         **phase_times(proc.stdout),
         "base_model_conversions_cached": conversions_cached,
+        "step_seconds": steps,
     }
     met = wall <= BUDGET_SECONDS
     record = bench_record(
