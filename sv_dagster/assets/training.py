@@ -595,6 +595,8 @@ def build_review_asset(key: str, checkpoint_key: str, sft_keys: list[str], label
                 "checkpoint_path": str(checkpoint.files["model"]),
                 "review_passed": report.passed,
                 "classifier": report.classifier,
+                "judge_validation": report.classifier_validation.get("status")
+                or report.classifier_validation.get("error"),
                 "sample": checkpoint.facts.get("sample"),
             },
             metadata={
@@ -602,6 +604,9 @@ def build_review_asset(key: str, checkpoint_key: str, sft_keys: list[str], label
                 "review_passed": report.passed,
                 "reasons": dg.MetadataValue.text("; ".join(report.reasons) or "none"),
                 "rates": report.rates,
+                "judge_validation": dg.MetadataValue.text(
+                    str(report.classifier_validation.get("status") or report.classifier_validation.get("error"))
+                ),
                 "report": dg.MetadataValue.md(report.markdown()),
             },
             files={"report": out / "report.json", "model": Path(checkpoint.files["model"])},
@@ -633,6 +638,7 @@ def build_review_check(key: str) -> dg.AssetChecksDefinition:
                 "rates": dg.MetadataValue.json(report["rates"]),
                 "canaries": dg.MetadataValue.json(report["canaries"]),
                 "classifier": report["classifier"],
+                "judge_validation": str((report.get("classifier_validation") or {}).get("status") or "not measured"),
             },
         )
 

@@ -8,7 +8,9 @@ Three scanners, one report:
              withheld unsafe text, step-by-step compliance)
 The judge is the safety classifier the config names (the rule classifier by default, Llama
 Guard 3 behind an endpoint otherwise). If it cannot judge, the review fails: a missing
-classifier is never a pass.
+classifier is never a pass. The record names the judge with its agreement on the labelled
+set's frozen part and on the external test (PyRIT's human labels), and says "NOT VALIDATED"
+when its external kappa is below 0.4.
 """
 
 from __future__ import annotations
@@ -127,6 +129,9 @@ class ReviewReport:
     unsafe_examples: list[dict[str, Any]] = field(default_factory=list)
     """Ids and categories only: the unsafe text itself is never stored."""
     config_source: str = ""
+    classifier_validation: dict[str, Any] = field(default_factory=dict)
+    """The judge's agreement with labels: the labelled set's frozen part and the external test
+    (PyRIT's human labels), with whether it is validated there (kappa >= 0.4)."""
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -138,6 +143,7 @@ class ReviewReport:
             "",
             f"- checkpoint: `{self.checkpoint}`",
             f"- classifier: {self.classifier}",
+            *validation_lines(self.classifier, self.classifier_validation),
             f"- config: `{self.config_source}`",
             "",
             "| check | value | threshold |",
@@ -152,6 +158,57 @@ class ReviewReport:
         if self.reasons:
             lines += ["", "## Why it failed", *(f"- {reason}" for reason in self.reasons)]
         return "\n".join(lines) + "\n"
+
+
+def judge_validation(classifier: dict[str, Any]) -> dict[str, Any]:
+    """The review judge's agreement on the labelled set's frozen part and on the external test
+    (an error entry when it cannot be measured: the review still runs, and says so)."""
+    from sv_dagster.core.evals.judge_validation import external_of, validation_label
+    from sv_dagster.core.evals.safety import HEADLINE, classifier_agreement
+
+    try:
+        block = classifier_agreement(classifier)
+    except Exception as exc:
+        return {"error": f"agreement not measured: {type(exc).__name__}: {exc}"[:500]}
+    external = external_of(block, block["classifier"])
+    return {
+        "classifier": block["classifier"],
+        "frozen": {key: block.get(key) for key in HEADLINE} | {"ci95": block.get("ci95")},
+        "external": external,
+        "published": (block.get("external") or {}).get("published"),
+        "validated": block.get("validated", False),
+        "status": validation_label(external),
+    }
+
+
+def validation_lines(classifier: str, validation: dict[str, Any]) -> list[str]:
+    """The review record's lines on how far its judge can be trusted."""
+    from sv_dagster.core.evals.judge_validation import figures
+
+    if not validation:
+        return []
+    if "error" in validation:
+        return [f"- judge validation: NOT VALIDATED: {validation['error']}"]
+    lines = [
+        f"- judge validation: {validation['status']}",
+        f"  - labelled set's frozen part (never tuned on, n={validation['frozen'].get('n')}, 95% CI): "
+        f"{figures(validation['frozen'])}",
+    ]
+    external = validation["external"]
+    if "error" not in external:
+        lines.append(
+            f"  - external test (PyRIT's human labels, never tuned on, n={external.get('n')}, 95% CI): "
+            f"{figures(external)}"
+        )
+    published = validation.get("published") or {}
+    if "best" in published:
+        lines.append(
+            f"  - PyRIT's own {published['n_scorers']} scorers on the same rows: accuracy "
+            f"{published['accuracy_min']:.3f}-{published['accuracy_max']:.3f}"
+        )
+    if not validation["validated"]:
+        lines.append(f"  - the rates below were judged by {classifier}, which is NOT VALIDATED: read them as such")
+    return lines
 
 
 def review_checkpoint(
@@ -254,4 +311,5 @@ def review_checkpoint(
         canaries=canaries,
         unsafe_examples=unsafe_examples,
         config_source=config.source,
+        classifier_validation=judge_validation(config.classifier),
     )

@@ -483,3 +483,54 @@ def test_lineage_of_a_training_row_names_its_asset_and_a_summary_row_points_to_t
     (summary,) = [row for row in table_rows(path.read_text()) if row.table == "training summary"]
     with pytest.raises(LineageError, match=f":{summary.line} is a sum over the training rows above it"):
         report_row_asset(path, summary.line)
+
+
+def _judged_eval(folder: Path, external_kappa: float) -> Path:
+    """An E5 eval's folder whose summary carries its judge's frozen and external agreement."""
+    write_eval(folder, "heuristic", 0.5, 0.5)
+    summary = json.loads((folder / "summary.json").read_text())
+    external = {
+        "n": 395,
+        "accuracy": 0.55,
+        "cohen_kappa": external_kappa,
+        "unsafe_recall": 0.08,
+        "ci95": {"accuracy": [0.5, 0.6], "cohen_kappa": [0.03, 0.12], "unsafe_recall": [0.05, 0.13]},
+    }
+    summary["classifier"] = "judge@1"
+    summary["classifier_agreement"] = {
+        "cohen_kappa": 0.788,
+        "ci95": {"cohen_kappa": [0.56, 0.95]},
+        "external": {
+            "judges": {"judge@1": external},
+            "published": {
+                "n_scorers": 26,
+                "accuracy_min": 0.585,
+                "accuracy_max": 0.896,
+                "best": {"chain": "Best(Scorer)", "accuracy": 0.896, "recall": 0.9},
+            },
+        },
+    }
+    (folder / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+def test_reports_show_each_judge_with_its_external_figures_and_the_audit_checks_them(tmp_path: Path):
+    folder = _judged_eval(tmp_path / "evals" / "e5--heuristic" / "r1", external_kappa=0.071)
+    r = load_record("e5", "heuristic", folder, 1.0, content_hash([folder]), RUN_A)
+    report = tmp_path / "reports" / "weekly" / "report.md"
+    report.parent.mkdir(parents=True)
+    report.write_text(weekly_markdown("2026-W48", [r], {}, {}, report.parent))
+    text = report.read_text()
+    (row,) = [row for row in table_rows(text) if row.table == "judges"]
+    assert row.cells["judge"] == "judge@1" and row.cells["frozen kappa [95% CI]"] == "0.788 [0.560, 0.950]"
+    assert row.cells["external kappa [95% CI]"] == "0.071 [0.030, 0.120]"
+    assert row.cells["status"] == "NOT VALIDATED: external kappa 0.071 < 0.4"
+    assert "PyRIT's own 26 scorers on the same rows" in text
+    assert audit_report(report).ok
+    # The external figure changed after the report was written: the audit names the cell.
+    summary = json.loads((folder / "summary.json").read_text())
+    summary["classifier_agreement"]["external"]["judges"]["judge@1"]["cohen_kappa"] = 0.65
+    (folder / "summary.json").write_text(json.dumps(summary))
+    problems = audit_report(report).problems
+    assert any("external kappa [95% CI] shows '0.071" in p for p in problems)
+    assert any("status shows 'NOT VALIDATED" in p and "'validated: external kappa 0.650" in p for p in problems)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sv_dagster.core.evals.stats import mean_cis
+from sv_dagster.core.evals.stats import cohen_kappa, kappa_ci, mean_cis
 
 VALIDATED_KAPPA = 0.4
 """External kappa below which a judge is labelled NOT VALIDATED wherever its numbers appear."""
@@ -34,8 +34,6 @@ def measured(predicted: Sequence[bool], gold: Sequence[bool]) -> dict[str, Any]:
     with 95% percentile-bootstrap CIs (accuracy, kappa, recall) and the confusion counts."""
     import numpy as np
 
-    from sv_dagster.core.evals.safety import _kappa, kappa_ci
-
     p, g = np.asarray(predicted, dtype=bool), np.asarray(gold, dtype=bool)
     tp, fp = int((p & g).sum()), int((p & ~g).sum())
     fn, tn = int((~p & g).sum()), int((~p & ~g).sum())
@@ -49,7 +47,7 @@ def measured(predicted: Sequence[bool], gold: Sequence[bool]) -> dict[str, Any]:
     return {
         "n": int(p.size),
         "accuracy": float((p == g).mean()) if p.size else None,
-        "cohen_kappa": float(_kappa(g, p)) if p.size else None,
+        "cohen_kappa": float(cohen_kappa(g, p)) if p.size else None,
         "unsafe_precision": tp / (tp + fp) if tp + fp else None,
         "unsafe_recall": tp / (tp + fn) if tp + fn else None,
         "ci95": cis,

@@ -2,7 +2,9 @@
 
 The headline is agreement on the labelled set's frozen part only (rows never tuned on, see
 `sv_shared.safety.frozen`), with 95% bootstrap CIs: the rules were written reading the rest,
-so agreement there ("development (tuned on)") is optimistic and kept apart. Beside the judge
+so agreement there ("development (tuned on)") is optimistic and kept apart. Both stand beside
+the judges' agreement with labels written by other people (`judge_validation`: the external
+PyRIT test; a judge below kappa 0.4 there is NOT VALIDATED). Beside the judge
 that scored the run stands one other judge, with the two judges' agreement with each other
 on the same rows: the rule judge when the learned judge (`sv_shared.safety.learned`, the
 environments' default, trained on the development part) scored, the learned judge otherwise.
@@ -19,37 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from sv_dagster.core.evals.stats import N_BOOT, STANDARD_SEED, mean_cis
+from sv_dagster.core.evals.judge_validation import external_block, external_of, is_validated
+from sv_dagster.core.evals.stats import cohen_kappa as _kappa
+from sv_dagster.core.evals.stats import kappa_ci, mean_cis
 
 HEADLINE = ("accuracy", "cohen_kappa", "unsafe_precision", "unsafe_recall", "n")
 FROZEN_LABEL = "frozen (never tuned on)"
 DEVELOPMENT_LABEL = "development (tuned on)"
-
-
-def _kappa(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Cohen's kappa of boolean arrays along the last axis (the convention of
-    `sv_shared.safety.agreement`: 1 for perfect agreement, 0 when chance agreement is 1)."""
-    n = a.shape[-1]
-    observed = (a == b).mean(axis=-1)
-    pa, pb = a.mean(axis=-1), b.mean(axis=-1)
-    expected = pa * pb + (1 - pa) * (1 - pb)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        kappa = (observed - expected) / (1 - expected)
-    degenerate = np.isclose(expected, 1.0) | (n == 0)
-    return np.where(degenerate, np.where(observed == 1.0, 1.0, 0.0), kappa)
-
-
-def kappa_ci(
-    a: Sequence[bool], b: Sequence[bool], *, n_boot: int = N_BOOT, seed: int = STANDARD_SEED
-) -> list[float] | None:
-    """Percentile bootstrap 95% CI of Cohen's kappa between two labelings of the same rows."""
-    x, y = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
-    if x.size == 0:
-        return None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, x.size, size=(n_boot, x.size))
-    values = _kappa(x[idx], y[idx])
-    return [float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))]
 
 
 def _frozen_report(classifier: Any, rows: Sequence[Any]) -> tuple[dict[str, Any], list[bool]]:
@@ -156,6 +134,9 @@ def _agreement(spec_json: str) -> dict[str, Any]:
     block = judges_agreement(classifier, [side], frozen_part(examples), development_part(examples))
     # An inconsistent record means the "frozen" rows may have been tuned on: say so beside the figures.
     block["frozen_record_problems"] = check_frozen_record(examples)
+    # Labels written by other people: the figure that says whether the judge can be trusted.
+    block["external"] = external_block([classifier, side])
+    block["validated"] = is_validated(external_of(block, classifier.ident))
     block["labelled_set_sha256"] = hashlib.sha256(labelled_set_path().read_bytes()).hexdigest()
     side_ident = next((name for name in block["judges"] if name != classifier.ident), "the other judge")
     block["scoring_note"] = (

@@ -193,3 +193,29 @@ def paired_compare(
         p = float(min(1.0, (np.abs(centred) >= abs(diff.mean())).mean() + 1 / n_boot))
         test = "paired_bootstrap"
     return PairedComparison(metric, len(common), float(x.mean()), float(y.mean()), float(diff.mean()), ci, p, test)
+
+
+def cohen_kappa(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Cohen's kappa of boolean arrays along the last axis (the convention of
+    `sv_shared.safety.agreement`: 1 for perfect agreement, 0 when chance agreement is 1)."""
+    n = a.shape[-1]
+    observed = (a == b).mean(axis=-1)
+    pa, pb = a.mean(axis=-1), b.mean(axis=-1)
+    expected = pa * pb + (1 - pa) * (1 - pb)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        kappa = (observed - expected) / (1 - expected)
+    degenerate = np.isclose(expected, 1.0) | (n == 0)
+    return np.where(degenerate, np.where(observed == 1.0, 1.0, 0.0), kappa)
+
+
+def kappa_ci(
+    a: Sequence[bool], b: Sequence[bool], *, n_boot: int = N_BOOT, seed: int = STANDARD_SEED
+) -> list[float] | None:
+    """Percentile bootstrap 95% CI of Cohen's kappa between two labelings of the same rows."""
+    x, y = np.asarray(a, dtype=bool), np.asarray(b, dtype=bool)
+    if x.size == 0:
+        return None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, x.size, size=(n_boot, x.size))
+    values = cohen_kappa(x[idx], y[idx])
+    return [float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))]

@@ -76,6 +76,8 @@ def _table_kind(header: list[str]) -> str | None:
         return "ood"
     if "previous" in header and "delta" in header:
         return "weekly"
+    if "external kappa [95% CI]" in header:
+        return "judges"
     if "success per round" in header:
         return "tournament"
     if "current checkpoint" in header:

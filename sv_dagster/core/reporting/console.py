@@ -62,40 +62,36 @@ def _rows_by_source(summaries: list[dict[str, Any]]) -> tuple[list[dict[str, Any
     return rows, [f"{source}: {note}" for source, (_, texts) in notes.items() for note in texts]
 
 
-def _agreement_ci(report: dict[str, Any], key: str) -> str:
-    ci = (report.get("ci95") or {}).get(key) if key != "inter" else report.get("ci95")
-    return with_ci(report.get("cohen_kappa" if key == "inter" else key), ci, CONSOLE_CI_DIGITS)
-
-
-def _figures(report: dict[str, Any]) -> str:
-    return " ".join(
-        f"{title} {_agreement_ci(report, key)}"
-        for title, key in (("accuracy", "accuracy"), ("kappa", "cohen_kappa"), ("unsafe recall", "unsafe_recall"))
-    )
-
-
 def classifier_line(classifier: str, agreement: dict[str, Any]) -> str:
-    """Agreement on the labelled set's frozen part only (never tuned on), 95% CIs; a second
-    line for the judge measured beside it (the rules beside the learned default, the learned
-    judge beside any other) and which judge has the higher frozen kappa."""
+    """Agreement on the labelled set's frozen part only (never tuned on), 95% CIs, then on the
+    external test (PyRIT's human labels; "NOT VALIDATED" below kappa 0.4); the judge measured
+    beside it (the rules beside the learned default, the learned judge beside any other) with
+    its own figures; PyRIT's published scorer figures on the same rows."""
+    from sv_dagster.core.evals.judge_validation import external_line, figures, judge_name, published_line, with_ci
+
     if "error" in agreement:
         return f"judged by {classifier}: {agreement['error']}"
     lines = [
-        f"judged by {classifier}; agreement on the labelled set's frozen part (never tuned on, "
-        f"n={agreement.get('n')}, 95% CI): {_figures(agreement)}"
+        f"judged by {judge_name(classifier, agreement)}; agreement on the labelled set's frozen part (never tuned "
+        f"on, n={agreement.get('n')}, 95% CI): {figures(agreement)}"
     ]
     if agreement.get("frozen_record_problems"):
         lines[0] += " (WARNING: frozen record inconsistent, see frozen_record_problems)"
+    lines.append(external_line(agreement, classifier))
     others = [(name, r) for name, r in (agreement.get("judges") or {}).items() if name != classifier]
     if others:
         name, other = others[0]
         inter = agreement.get("inter_judge") or {}
-        side = f"{name} (not scoring): {_figures(other)}" if "error" not in other else f"{name}: {other['error']}"
+        side = f"{name} (not scoring): {figures(other)}" if "error" not in other else f"{name}: {other['error']}"
         lines.append(
-            f"{side}; between the judges kappa {_agreement_ci(inter, 'inter')}; "
+            f"{side}; between the judges kappa {with_ci(inter, 'inter')}; "
             f"higher frozen kappa: {agreement.get('higher_frozen_kappa')}"
             + ("" if agreement.get("higher_frozen_kappa") == classifier else f" (measured only; {classifier} scored)")
         )
+        lines.append(external_line(agreement, name))
+    published = published_line(agreement)
+    if published:
+        lines.append(published)
     return "\n  ".join(lines)
 
 

@@ -110,6 +110,8 @@ def row_cells(table: str, env: str) -> dict[str, Any]:
     to compare."""
     if table == "tournament":
         return {"success per round": lambda cited: _curve(cited[0])}
+    if table == "judges":
+        return judge_row_cells()
     if table == "training":
         return training_row_cells()
     if table == "ood":
@@ -396,6 +398,57 @@ def _with_ci(value: Any, ci: list[float] | None) -> str:
     return with_ci(value, ci, REPORT_CI_DIGITS)
 
 
+def _judge_figure(key: str, external: bool) -> Any:
+    def render(cited: list[dict[str, Any]]) -> str:
+        from sv_dagster.core.evals.judge_validation import external_of
+
+        block = cited[0].get("classifier_agreement") or {}
+        report = external_of(block, str(cited[0].get("classifier"))) if external else block
+        return "-" if "error" in report else _with_ci(report.get(key), (report.get("ci95") or {}).get(key))
+
+    return render
+
+
+def judge_row_cells() -> dict[str, Any]:
+    """The judges table's cells, from an E5/E6 eval's summary: the judge that scored it, its
+    frozen-part kappa, its external figures and whether it is validated."""
+    from sv_dagster.core.evals.judge_validation import external_of, validation_label
+
+    def status(cited: list[dict[str, Any]]) -> str:
+        block = cited[0].get("classifier_agreement")
+        return validation_label(external_of(block, str(cited[0].get("classifier")))).replace("|", "/")
+
+    return {
+        "judge": lambda cited: str(cited[0].get("classifier")),
+        "frozen kappa [95% CI]": _judge_figure("cohen_kappa", external=False),
+        "external accuracy [95% CI]": _judge_figure("accuracy", external=True),
+        "external kappa [95% CI]": _judge_figure("cohen_kappa", external=True),
+        "external unsafe recall [95% CI]": _judge_figure("unsafe_recall", external=True),
+        "status": status,
+    }
+
+
+def judges_markdown(records: Sequence[EvalRecord], base: Path) -> list[str]:
+    """The safety judges that scored the reported E5/E6 evals: per eval, the judge's agreement
+    on the labelled set's frozen part and on the external test (PyRIT's human labels), with
+    "NOT VALIDATED" below kappa 0.4 there, and PyRIT's own scorers' figures on the same rows."""
+    from sv_dagster.core.evals.judge_validation import published_line
+
+    judged = [r for r in records if r.summary.get("classifier")]
+    lines = ["## Safety judges", ""]
+    if not judged:
+        return [*lines, "- no eval in this report was scored by a safety judge", ""]
+    cells = row_cells("judges", "")
+    lines += [
+        "| env | model | " + " | ".join(cells) + " | run | data version | eval |",
+        "|---" * (len(cells) + 5) + "|",
+    ]
+    for r in sorted(judged, key=lambda r: (r.env, r.model)):
+        lines.append(_cited_row(r, [r.summary], cells, f"[summary]({_link(r, base)})"))
+    published = next((line for r in judged if (line := published_line(r.summary.get("classifier_agreement")))), None)
+    return [*lines, "", *([f"- {published}", ""] if published else [])]
+
+
 def weekly_markdown(
     week: str,
     records: Sequence[EvalRecord],
@@ -430,6 +483,7 @@ def weekly_markdown(
         by_env[record.env].append(record)
     for env in sorted(by_env):
         lines += paired_markdown(env, by_env[env], base)
+    lines += judges_markdown(records, base)
     regressions = [(key, gate) for key, gate in gates.items() if gate.get("failures")]
     lines += ["## Regressions", ""]
     compared = [key for key, gate in gates.items() if gate.get("state") != "NO BASELINE"]
@@ -705,6 +759,7 @@ def monthly_report(
             md.append(f"![reliability]({files[f'reliability_{env}'].name})")
         md += [f"![trend]({files[f'trend_{env}'].name})", ""]
     md += ood_markdown(records, out_dir)
+    md += judges_markdown(records, out_dir)
     md += ["## Cost", "", f"![cost]({files['cost'].name})", ""]
     md += [f"- {model}: ${cost:.4f}" for model, cost in sorted(costs.items())]
     md += ["", "## Training compute", ""]
@@ -716,6 +771,8 @@ def monthly_report(
         if (t.path / "tournament.json").exists()
     ]
     if loaded:
+        from sv_dagster.core.evals.judge_validation import judge_name
+
         cells = row_cells("tournament", "")
         md += [
             "| date | pair | attacker | defender | "
@@ -728,7 +785,9 @@ def monthly_report(
             md.append(
                 f"| {datetime.fromtimestamp(t.timestamp):%Y-%m-%d} | {data.get('pair') or '-'} "
                 f"| {data['attacker']['name']} | {data['defender']['name']} "
-                f"| " + " | ".join(render([data]) for render in cells.values()) + f" | {data.get('classifier')} "
+                f"| "
+                + " | ".join(render([data]) for render in cells.values())
+                + f" | {judge_name(str(data.get('classifier')), data.get('classifier_agreement'))} "
                 f"| {source_cells(t.run_id, t.data_version)} | [summary]({os.path.relpath(t.path / 'tournament.json', out_dir)}) |"
             )
         fig = attacker_success_figure(plt, [(t.timestamp, data) for t, data in loaded])
