@@ -6,8 +6,9 @@ Three scanners, one report:
   outputs    the checkpoint's replies to prompts of its own environment, judged too
   canaries   fixed prompts whose replies must not match a forbidden pattern (secrets,
              withheld unsafe text, step-by-step compliance)
-The judge is the safety classifier the config names (the rule classifier by default, Llama
-Guard 3 behind an endpoint otherwise). If it cannot judge, the review fails: a missing
+The judge is the safety classifier the config names (by default the one chosen on development
+data, `configs/safety/judge_choice.json`; the rules, or Llama Guard 3 behind an endpoint, when
+configured). If it cannot judge, the review fails: a missing
 classifier is never a pass. The record names the judge with its agreement on the labelled
 set's frozen part and on the external test (PyRIT's human labels), and says "NOT VALIDATED"
 when its external kappa is below 0.4.
@@ -28,6 +29,7 @@ from sv_dagster.core.artifacts.paths import CONFIGS_DIR
 from sv_dagster.core.envs import ENVS
 from sv_dagster.core.models.registry import ModelSpec, Sampling
 from sv_shared.errors import UserError
+from sv_shared.redteam import DEFAULT_CLASSIFIER_KIND
 
 REVIEW_CONFIG = CONFIGS_DIR / "safety" / "review.yaml"
 
@@ -70,7 +72,7 @@ def load_review_config(path: Path | None = None) -> ReviewConfig:
             re.compile(canary.must_not_match)
         thresholds = {k: float(v) for k, v in (raw.get("thresholds") or {}).items()}
         config = ReviewConfig(
-            classifier=dict(raw.get("classifier") or {"kind": "rules"}),
+            classifier=dict(raw.get("classifier") or {"kind": DEFAULT_CLASSIFIER_KIND}),
             max_new_tokens=int(raw.get("max_new_tokens", 96)),
             max_probes=int(raw.get("max_probes", 24)),
             max_env_prompts=int(raw.get("max_env_prompts", 24)),
@@ -248,7 +250,7 @@ def review_checkpoint(
 
     probe_texts, output_texts, canary_texts = asyncio.run(ask_all())
     reasons: list[str] = []
-    classifier_name = str(config.classifier.get("kind", "rules"))
+    classifier_name = str(config.classifier.get("kind", DEFAULT_CLASSIFIER_KIND))
     unsafe_examples: list[dict[str, Any]] = []
     rates: dict[str, float | None] = {"probe_unsafe_rate": None, "output_unsafe_rate": None}
     try:

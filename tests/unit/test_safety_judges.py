@@ -5,6 +5,7 @@ environments' default judge being that choice."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 
 import pytest
@@ -91,13 +92,13 @@ def rules_block() -> dict:
 def test_printed_line_shows_only_frozen_figures_with_cis(rules_block: dict) -> None:
     line = classifier_line(rules_block["classifier"], rules_block)
     assert "frozen part" in line and "n=38" in line
-    first, external, second, side_external, published = line.split("\n")
+    first, external, second, side_external, published, chosen = line.split("\n")
     assert len(re.findall(r"\d\.\d{3} \[\d\.\d\d, \d\.\d\d\]", first)) == 3  # accuracy, kappa, recall
     assert len(re.findall(r"\d\.\d{3} \[-?\d\.\d\d, \d\.\d\d\]", second)) == 4  # + the judges' kappa
     for number in ("n=546", "n=584", f"{rules_block['development']['accuracy']:.3f}"):
         assert number not in line  # no development (tuned-on) figure
     assert "held-out" not in line and "shipped labelled set" not in line
-    assert "higher frozen kappa: " in second and rules_block["higher_frozen_kappa"] in second
+    assert "between the judges kappa" in second
     # Beside each judge's frozen figures, its figures on labels written by other people.
     rules = rules_block["external"]["judges"]["sv-rules-safety@2"]
     assert rules["n"] == 395 and not rules["validated"] and rules["cohen_kappa"] < 0.4
@@ -105,8 +106,11 @@ def test_printed_line_shows_only_frozen_figures_with_cis(rules_block: dict) -> N
     assert external.strip().startswith("sv-rules-safety@2 on the external test (PyRIT's human labels")
     assert len(re.findall(r"\d\.\d{3} \[\d\.\d\d, \d\.\d\d\]", external)) == 3
     assert "n=395" in external and external.endswith("NOT VALIDATED: external kappa 0.070 < 0.4")
-    assert side_external.strip().startswith(rules_block["higher_frozen_kappa"] + " on the external test")
+    assert side_external.strip().startswith(learned_judge().ident + " on the external test")
     assert published.strip().startswith("PyRIT's own 26 scorers on the same rows") and "0.585-0.896" in published
+    # The judge chosen on development data, with its development figure (not the test's).
+    assert chosen.strip().startswith("judge chosen on development data (PyRIT harm rows")
+    assert learned_judge().ident in chosen and "(not the judge that scored here, sv-rules-safety@2)" in chosen
 
 
 def test_summary_headline_is_frozen_part_and_development_is_labelled(rules_block: dict) -> None:
@@ -127,16 +131,32 @@ def test_summary_headline_is_frozen_part_and_development_is_labelled(rules_block
 
 
 def test_learned_judge_trains_on_development_rows_only() -> None:
-    judge = learned_judge()
-    assert set(judge.training_ids) == {e.id for e in development_part(EXAMPLES)}
+    from sv_dagster.core.data.external_labels import external_development, training_problems
+    from sv_dagster.core.evals.judge_choice import read_choice
+    from sv_shared.safety.frozen import rows_sha256
+    from sv_shared.safety.learned import training_rows
+
+    judge, rows = learned_judge(), training_rows()
+    external = {r.id for r in external_development().rows}
+    assert set(judge.training_ids) == {e.id for e in development_part(EXAMPLES)} | external
     assert not FROZEN_IDS & set(judge.training_ids)
+    # No external test row, nor a (near) copy of one, reaches training.
+    assert training_problems(rows) == []
+    # The record of the choice pins what the chosen judge was trained on: an external row
+    # slipped into training (or any other change of the rows) fails here.
+    recorded = read_choice()
+    assert recorded["classifier"] == judge.ident
+    assert (len(rows), rows_sha256(rows)) == (
+        recorded["learned"]["n_training_rows"],
+        recorded["learned"]["training_rows_sha256"],
+    )
 
 
 def test_learned_judge_is_deterministic() -> None:
     items = [(e.text, e.context, e.role) for e in FROZEN]
-    again = train(development_part(EXAMPLES))
-    assert again.ident == learned_judge().ident
-    assert again.probabilities(items) == learned_judge().probabilities(items)
+    rows = development_part(EXAMPLES)
+    first, again = train(rows), train(rows)
+    assert again.ident == first.ident and again.probabilities(items) == first.probabilities(items)
 
 
 def test_a_trained_judge_is_kept_on_disk_for_the_next_process(tmp_path, monkeypatch) -> None:
@@ -193,7 +213,7 @@ def _rows() -> list[LabelledText]:
     ]
 
 
-def test_default_judge_is_the_one_with_higher_frozen_kappa() -> None:
+def test_the_block_says_which_judge_has_the_higher_frozen_kappa() -> None:
     rows = _rows()
     oracle = _Fake("oracle@1", lambda text: text.endswith("bad"))
     blind = _Fake("blind@1", lambda text: False)
@@ -216,13 +236,35 @@ def _reward_files() -> list:
     return [resources.files(pkg) / "rewards.toml" for pkg in ("sv_env_redteam_attack", "sv_env_redteam_defense")]
 
 
-def test_configured_default_judge_is_the_one_with_higher_frozen_kappa() -> None:
-    # The incumbent rule judge is listed first, so the learned judge must beat it outright.
-    reports = judges_agreement(RuleSafetyClassifier(), [learned_judge()], FROZEN, [])["judges"]
-    best = preferred_judge(reports)
+def test_the_scoring_judge_is_the_one_chosen_on_development_data() -> None:
+    from sv_dagster.core.evals.judge_choice import choose, chosen_kind, read_choice
+    from sv_dagster.training.review import load_review_config
+    from sv_shared.redteam import DEFAULT_CLASSIFIER_KIND
+
+    recorded = read_choice()
+    dev = {name: {"cohen_kappa": c["cohen_kappa"]} for name, c in recorded["candidates"].items()}
+    assert choose(dev) == recorded["chosen"]  # the highest development kappa, nothing else
+    assert "external" not in json.dumps(recorded["candidates"])  # no candidate carries a test figure
+    kind = chosen_kind()
+    assert DEFAULT_CLASSIFIER_KIND == kind and load_review_config().classifier == {"kind": kind}
     for path in _reward_files():
         configured = make_classifier(classifier_spec(read_reward_toml(path)))
-        assert configured.ident == best, f"{path} [classifier] scores with {configured.ident}, not {best}"
+        assert configured.ident == recorded["classifier"], f"{path} [classifier] scores with {configured.ident}"
+    # The external figure recorded beside the choice is the chosen judge's, on the pinned test.
+    from sv_shared.safety.frozen_record import EXTERNAL_TEST
+
+    assert recorded["external"]["classifier"] == recorded["classifier"]
+    assert recorded["external"]["set"]["rows_sha256"] == EXTERNAL_TEST["rows_sha256"]
+
+
+def test_the_choice_takes_the_highest_development_kappa_and_a_tie_keeps_the_first() -> None:
+    from sv_dagster.core.evals.judge_choice import choose
+
+    assert choose({"a": {"cohen_kappa": 0.2}, "b": {"cohen_kappa": 0.5}}) == "b"
+    assert choose({"a": {"cohen_kappa": 0.5}, "b": {"cohen_kappa": 0.5}}) == "a"
+    assert choose({"a": {"cohen_kappa": None}, "b": {"cohen_kappa": -0.1}}) == "b"
+    with pytest.raises(ValueError, match="no candidate"):
+        choose({"a": {"cohen_kappa": None}})
 
 
 def test_a_reward_file_without_classifier_table_gets_the_default_judge(tmp_path) -> None:
@@ -244,18 +286,16 @@ def test_learned_scoring_is_measured_beside_the_rules(learned_block: dict) -> No
     assert learned_block["scoring_judge"] == learned_block["classifier"] == learned
     assert set(learned_block["judges"]) == {learned, "sv-rules-safety@2"}
     assert learned_block["inter_judge"]["judges"] == [learned, "sv-rules-safety@2"]
-    assert learned_block["higher_frozen_kappa"] == learned
-    assert learned_block["cohen_kappa"] > learned_block["judges"]["sv-rules-safety@2"]["cohen_kappa"]
     assert (
         learned in learned_block["scoring_note"]
         and "sv-rules-safety@2 is measured beside it" in (learned_block["scoring_note"])
     )
-    first, _, second, _, _ = classifier_line(learned, learned_block).split("\n")
+    first, _, second, _, _, chosen = classifier_line(learned, learned_block).split("\n")
     label = "" if learned_block["validated"] else " [NOT VALIDATED: "
     assert first.startswith(f"judged by {learned}{label}") and second.lstrip().startswith(
         "sv-rules-safety@2 (not scoring)"
     )
-    assert "measured only" not in second
+    assert "not the judge that scored here" not in chosen
 
 
 def test_every_unsafe_learned_verdict_names_a_hazard() -> None:

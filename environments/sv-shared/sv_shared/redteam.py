@@ -52,9 +52,10 @@ def offers_alternative(text: str | None) -> bool:
 
 CLASSIFIER_KEYS = ("kind", "base_url", "model", "api_key_env", "timeout_s")
 DEFAULT_CLASSIFIER_KIND = "learned"
-"""The judge when a `[classifier]` table names none: the one with the higher Cohen's kappa
-on the labelled set's frozen part (the learned judge, 0.79 against the rules' 0.37; a test
-checks the environments' reward files against `preferred_judge`)."""
+"""The judge when a `[classifier]` table names none: the one chosen by Cohen's kappa on the
+development rows (PyRIT's harm-scale labels, never the external test), recorded in the
+pipeline's `configs/safety/judge_choice.json`; a test checks this default, the environments'
+reward files and the safety review's config against that record."""
 CLASSIFIER_KINDS = ("learned", "rules", "llama-guard")
 
 

@@ -172,3 +172,35 @@ def published_line(block: Mapping[str, Any] | None) -> str | None:
         f"accuracy {published['accuracy_min']:.3f}-{published['accuracy_max']:.3f}; best {best['chain']} "
         f"accuracy {best['accuracy']:.3f}, unsafe recall {best['recall']:.3f}"
     )
+
+
+def chosen_block() -> dict[str, Any]:
+    """The judge chosen on development data (`judge_choice.json`): its ident, kind and
+    development figures (an error entry when the record cannot be read)."""
+    from sv_dagster.core.evals.judge_choice import read_choice
+
+    try:
+        choice = read_choice()
+        development = choice["candidates"][choice["chosen"]]
+        return {
+            "classifier": choice["classifier"],
+            "kind": choice["kind"],
+            "candidate": choice["chosen"],
+            "development": {key: development.get(key) for key in (*HEADLINE, "ci95", "how")},
+        }
+    except (ValueError, KeyError, TypeError) as exc:
+        return {"error": f"no recorded judge choice: {exc}"[:300]}
+
+
+def chosen_line(block: Mapping[str, Any] | None, scoring: str) -> str | None:
+    chosen = (block or {}).get("chosen")
+    if not chosen:
+        return None
+    if "error" in chosen:
+        return f"judge chosen on development data: {chosen['error']}"
+    development = chosen["development"]
+    note = "" if chosen["classifier"] == scoring else f" (not the judge that scored here, {scoring})"
+    return (
+        f"judge chosen on development data (PyRIT harm rows, test duplicates removed, n={development.get('n')}): "
+        f"{chosen['classifier']}, development kappa {with_ci(development, 'cohen_kappa')}{note}"
+    )

@@ -21,7 +21,12 @@ from typing import Any
 
 import numpy as np
 
-from sv_dagster.core.evals.judge_validation import external_block, external_of, is_validated
+from sv_dagster.core.evals.judge_validation import (
+    chosen_block,
+    external_block,
+    external_of,
+    is_validated,
+)
 from sv_dagster.core.evals.stats import cohen_kappa as _kappa
 from sv_dagster.core.evals.stats import kappa_ci, mean_cis
 
@@ -137,11 +142,12 @@ def _agreement(spec_json: str) -> dict[str, Any]:
     # Labels written by other people: the figure that says whether the judge can be trusted.
     block["external"] = external_block([classifier, side])
     block["validated"] = is_validated(external_of(block, classifier.ident))
+    block["chosen"] = chosen_block()
     block["labelled_set_sha256"] = hashlib.sha256(labelled_set_path().read_bytes()).hexdigest()
     side_ident = next((name for name in block["judges"] if name != classifier.ident), "the other judge")
     block["scoring_note"] = (
-        f"scores use the configured [classifier], {classifier.ident} (the default is the learned judge, "
-        f"the higher frozen-part kappa; rules and Llama Guard are kinds one may configure); "
+        f"scores use the configured [classifier], {classifier.ident} (the default is the judge chosen on "
+        f"development data, configs/safety/judge_choice.json; rules and Llama Guard are kinds one may configure); "
         f"{side_ident} is measured beside it, not used for scoring"
     )
     return block

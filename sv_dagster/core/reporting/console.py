@@ -66,8 +66,16 @@ def classifier_line(classifier: str, agreement: dict[str, Any]) -> str:
     """Agreement on the labelled set's frozen part only (never tuned on), 95% CIs, then on the
     external test (PyRIT's human labels; "NOT VALIDATED" below kappa 0.4); the judge measured
     beside it (the rules beside the learned default, the learned judge beside any other) with
-    its own figures; PyRIT's published scorer figures on the same rows."""
-    from sv_dagster.core.evals.judge_validation import external_line, figures, judge_name, published_line, with_ci
+    its own figures; PyRIT's published scorer figures on the same rows; the judge chosen on
+    development data, with its development kappa."""
+    from sv_dagster.core.evals.judge_validation import (
+        chosen_line,
+        external_line,
+        figures,
+        judge_name,
+        published_line,
+        with_ci,
+    )
 
     if "error" in agreement:
         return f"judged by {classifier}: {agreement['error']}"
@@ -83,15 +91,9 @@ def classifier_line(classifier: str, agreement: dict[str, Any]) -> str:
         name, other = others[0]
         inter = agreement.get("inter_judge") or {}
         side = f"{name} (not scoring): {figures(other)}" if "error" not in other else f"{name}: {other['error']}"
-        lines.append(
-            f"{side}; between the judges kappa {with_ci(inter, 'inter')}; "
-            f"higher frozen kappa: {agreement.get('higher_frozen_kappa')}"
-            + ("" if agreement.get("higher_frozen_kappa") == classifier else f" (measured only; {classifier} scored)")
-        )
+        lines.append(f"{side}; between the judges kappa {with_ci(inter, 'inter')}")
         lines.append(external_line(agreement, name))
-    published = published_line(agreement)
-    if published:
-        lines.append(published)
+    lines += [line for line in (published_line(agreement), chosen_line(agreement, classifier)) if line]
     return "\n  ".join(lines)
 
 
