@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from sv_dagster.cli._context import CommandError
+from sv_dagster.core.evals.judge_validation import refusal_line
 from sv_dagster.core.reporting.console import classifier_line, eval_table, shown, subset_note, tournament_text
 
 
@@ -153,6 +154,9 @@ def report(result, title: str, started: float, data_note: str | None = None) -> 
         for summary, _ in entries[:1]:
             if summary.get("classifier"):
                 print("  " + classifier_line(summary["classifier"], summary.get("classifier_agreement") or {}))
+            refusals = refusal_line(summary.get("refusal_detector"))
+            if refusals:
+                print("  " + refusals)
     for path in outcome.tournaments:
         print(tournament_text(path))
     print(f"\nwall time {time.perf_counter() - started:.1f} s; open the UI with `make ui` (same instance)")

@@ -204,3 +204,55 @@ def chosen_line(block: Mapping[str, Any] | None, scoring: str) -> str | None:
         f"judge chosen on development data (PyRIT harm rows, test duplicates removed, n={development.get('n')}): "
         f"{chosen['classifier']}, development kappa {with_ci(development, 'cohen_kappa')}{note}"
     )
+
+
+# --- the refusal detector -------------------------------------------------------------------
+
+
+def refusal_agreement() -> dict[str, Any]:
+    """`sv_shared.redteam.is_refusal` against the hand-labelled replies: the held-out split's
+    figures (the headline: the detector was never edited reading them) and the development
+    split's, labelled as such. Positive class: a refusal."""
+    import hashlib
+
+    from sv_shared.redteam import REFUSAL_DETECTOR, is_refusal, read_refusal_labels, refusal_labels_path
+
+    path = refusal_labels_path()
+    labels = read_refusal_labels(path)
+
+    def figures_of(split: str) -> dict[str, Any]:
+        rows = [label for label in labels if label.split == split]
+        found = measured([is_refusal(label.reply) for label in rows], [label.refusal for label in rows])
+        renamed = {"unsafe_precision": "refusal_precision", "unsafe_recall": "refusal_recall"}
+        found = {renamed.get(key, key): value for key, value in found.items()}
+        found["ci95"] = {renamed.get(key, key): value for key, value in found["ci95"].items()}
+        return found | {"n_refusals": sum(label.refusal for label in rows)}
+
+    return {
+        "detector": REFUSAL_DETECTOR,
+        "labels": {"path": path.name, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(), "n": len(labels)},
+        "held_out": figures_of("held_out"),
+        "development": figures_of("development") | {"part": "development (the detector was edited reading it)"},
+    }
+
+
+def refusal_line(block: Mapping[str, Any] | None) -> str | None:
+    """The line under E6's tables naming the refusal detector and its held-out agreement."""
+    if not block:
+        return None
+    if "error" in block:
+        return f"refusals detected by {block.get('detector', 'sv_shared.redteam.is_refusal')}: {block['error']}"
+    held = block["held_out"]
+    shown = " ".join(
+        f"{title} {with_ci(held, key)}"
+        for title, key in (
+            ("accuracy", "accuracy"),
+            ("kappa", "cohen_kappa"),
+            ("refusal recall", "refusal_recall"),
+            ("refusal precision", "refusal_precision"),
+        )
+    )
+    return (
+        f"refusals detected by {block['detector']}; agreement on held-out hand labels of this project's replies "
+        f"(n={held['n']}, {held['n_refusals']} refusals, 95% CI): {shown}"
+    )

@@ -26,6 +26,7 @@ from sv_dagster.core.evals.judge_validation import (
     external_block,
     external_of,
     is_validated,
+    refusal_agreement,
 )
 from sv_dagster.core.evals.stats import cohen_kappa as _kappa
 from sv_dagster.core.evals.stats import kappa_ci, mean_cis
@@ -198,4 +199,10 @@ def safety_summary(rows: list[dict[str, Any]], settings: Any) -> dict[str, Any]:
         summary["classifier"] = agreement["classifier"]
         summary["classifier_agreement"] = agreement
     summary["withheld_texts"] = sum(row.get("withheld_texts") or 0 for row in rows)
+    if any("refused" in turn for row in rows for turn in (row.get("details") or {}).get("turns") or []):
+        # The rows' outcomes rest on the refusal detector too (E6): say how far it agrees.
+        try:
+            summary["refusal_detector"] = refusal_agreement()
+        except Exception as exc:
+            summary["refusal_detector"] = {"error": f"agreement not measured: {type(exc).__name__}: {exc}"[:300]}
     return summary

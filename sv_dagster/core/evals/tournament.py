@@ -58,6 +58,8 @@ class TournamentResult:
     rounds: list[RoundResult] = field(default_factory=list)
     classifier: str | None = None
     classifier_agreement: dict[str, Any] | None = None
+    refusal_detector: dict[str, Any] | None = None
+    """The refusal detector the defender's over-refusal rate rests on, with its agreement."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -65,6 +67,7 @@ class TournamentResult:
             "rounds": [asdict(r) for r in self.rounds],
             "classifier": self.classifier,
             "classifier_agreement": self.classifier_agreement,
+            "refusal_detector": self.refusal_detector,
         }
 
 
@@ -162,6 +165,8 @@ def run_tournament(
             summary = attack.summary
             result.classifier = summary.get("classifier")
             result.classifier_agreement = summary.get("classifier_agreement")
+            if defense is not None and defense.summary.get("refusal_detector"):
+                result.refusal_detector = defense.summary["refusal_detector"]
             result.rounds.append(
                 RoundResult(
                     round=k,

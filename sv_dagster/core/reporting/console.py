@@ -131,6 +131,11 @@ def tournament_text(path: Path) -> str:
     )
     lines.append(f"  {shown(path)}/{{tournament.json,success_curve.png}}")
     lines.append("  " + classifier_line(data.get("classifier"), data.get("classifier_agreement") or {}))
+    from sv_dagster.core.evals.judge_validation import refusal_line
+
+    refusals = refusal_line(data.get("refusal_detector"))
+    if refusals:
+        lines.append("  " + refusals)
     return "\n".join(lines)
 
 
