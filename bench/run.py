@@ -32,7 +32,11 @@ Runner against vf-eval (`bench_vs_vf_eval`, part of foundation, alone with `--on
 the pipeline's eval and verifiers' `vf-eval` over the same N examples (default 200), at the
 same concurrency, against one loopback server; each side timed as a whole command.
 
-    python bench/run.py [--only foundation|vf-eval|scoring|redteam|synthetic|curation|hostile|training]
+Judges (bench/judges.py): the rule and learned safety judges side by side, texts/s and
+agreement on the external PyRIT test, and the wall time of the E5/E6 evals under each (also
+written as bench/results/<date>-judges.json).
+
+    python bench/run.py [--only foundation|vf-eval|scoring|redteam|judges|synthetic|curation|hostile|training]
 """
 
 from __future__ import annotations
@@ -531,6 +535,20 @@ def bench_training() -> dict:
     return {f"training_{k}" if k in ("model", "parameters", "device") else k: v for k, v in child.items()}
 
 
+def bench_judges() -> dict:
+    """The safety judges side by side (bench/judges.py, which also writes
+    bench/results/<date>-judges.json): texts/s and agreement on the external test, and the
+    wall time of the E5/E6 evals under each judge."""
+    child = _json_of([sys.executable, str(ROOT / "bench" / "judges.py"), "--write"])
+    out: dict = {}
+    for kind, figures in child["judges"].items():
+        out[f"judge_{kind}_texts_per_s"] = figures["texts_per_s"]
+        out[f"judge_{kind}_external_kappa"] = figures["external"]["cohen_kappa"]
+        out[f"judge_{kind}_e5_eval_s"] = figures["e5_eval_s"]
+        out[f"judge_{kind}_e6_eval_s"] = figures["e6_eval_s"]
+    return out
+
+
 def main() -> int:
     import argparse
 
@@ -542,7 +560,18 @@ def main() -> int:
     )
     parser.add_argument(
         "--only",
-        choices=["all", "foundation", "vf-eval", "scoring", "redteam", "synthetic", "curation", "hostile", "training"],
+        choices=[
+            "all",
+            "foundation",
+            "vf-eval",
+            "scoring",
+            "redteam",
+            "judges",
+            "synthetic",
+            "curation",
+            "hostile",
+            "training",
+        ],
         default="all",
     )
     parser.add_argument("--curation-n", type=int, default=1_000_000, help="corpus rows in the curation benchmark")
@@ -564,6 +593,8 @@ def main() -> int:
     if args.only in ("all", "redteam"):
         results.update(bench_redteam())
         targets.update(REDTEAM_TARGETS)
+    if args.only in ("all", "judges"):
+        results.update(bench_judges())
     if args.only in ("all", "synthetic"):
         results.update(bench_synthetic())
         targets.update(SYNTHETIC_TARGETS)
