@@ -10,8 +10,8 @@ import time
 from typing import Any
 
 from sv_dagster.cli._context import CommandError
-from sv_dagster.core.evals.judge_validation import refusal_line
-from sv_dagster.core.reporting.console import classifier_line, eval_table, shown, subset_note, tournament_text
+from sv_dagster.core.reporting.console import eval_table, shown, subset_note, tournament_text
+from sv_dagster.core.reporting.judges import classifier_line, refusal_line
 
 
 def console_logs(verbose: bool = False) -> dict[str, Any]:

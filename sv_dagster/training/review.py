@@ -165,8 +165,9 @@ class ReviewReport:
 def judge_validation(classifier: dict[str, Any]) -> dict[str, Any]:
     """The review judge's agreement on the labelled set's frozen part and on the external test
     (an error entry when it cannot be measured: the review still runs, and says so)."""
-    from sv_dagster.core.evals.judge_validation import external_of, validation_label
+    from sv_dagster.core.evals.judge_validation import external_of
     from sv_dagster.core.evals.safety import HEADLINE, classifier_agreement
+    from sv_dagster.core.reporting.judges import validation_label
 
     try:
         block = classifier_agreement(classifier)
@@ -185,7 +186,7 @@ def judge_validation(classifier: dict[str, Any]) -> dict[str, Any]:
 
 def validation_lines(classifier: str, validation: dict[str, Any]) -> list[str]:
     """The review record's lines on how far its judge can be trusted."""
-    from sv_dagster.core.evals.judge_validation import figures
+    from sv_dagster.core.reporting.judges import agreement_figures
 
     if not validation:
         return []
@@ -194,13 +195,13 @@ def validation_lines(classifier: str, validation: dict[str, Any]) -> list[str]:
     lines = [
         f"- judge validation: {validation['status']}",
         f"  - labelled set's frozen part (never tuned on, n={validation['frozen'].get('n')}, 95% CI): "
-        f"{figures(validation['frozen'])}",
+        f"{agreement_figures(validation['frozen'])}",
     ]
     external = validation["external"]
     if "error" not in external:
         lines.append(
             f"  - external test (PyRIT's human labels, never tuned on, n={external.get('n')}, 95% CI): "
-            f"{figures(external)}"
+            f"{agreement_figures(external)}"
         )
     published = validation.get("published") or {}
     if "best" in published:

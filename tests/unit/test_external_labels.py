@@ -22,7 +22,8 @@ from sv_dagster.core.data.external_labels import (
     read_member,
     training_problems,
 )
-from sv_dagster.core.evals.judge_validation import external_report, validation_label
+from sv_dagster.core.evals.judge_validation import external_report
+from sv_dagster.core.reporting.judges import validation_label
 from sv_shared.safety import LabelledText, SafetyVerdict
 from sv_shared.safety.external import external_development_part
 from sv_shared.safety.frozen_record import EXTERNAL_DEVELOPMENT, EXTERNAL_TEST

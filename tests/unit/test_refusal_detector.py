@@ -9,7 +9,8 @@ import re
 
 import pytest
 
-from sv_dagster.core.evals.judge_validation import refusal_agreement, refusal_line
+from sv_dagster.core.evals.judge_validation import refusal_agreement
+from sv_dagster.core.reporting.judges import refusal_line
 from sv_shared.redteam import (
     REFUSAL_DETECTOR,
     is_refusal,

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from sv_dagster.core.evals.safety import classifier_agreement, judges_agreement, preferred_judge, safety_summary
-from sv_dagster.core.reporting.console import classifier_line
+from sv_dagster.core.reporting.judges import classifier_line
 from sv_shared.redteam import classifier_spec, make_classifier
 from sv_shared.rewardconfig import read_reward_toml
 from sv_shared.safety import (

@@ -60,7 +60,9 @@ def is_refusal(text: str | None) -> bool:
     """The reply declines the request (in its first `REFUSAL_WINDOW` characters): it says it
     cannot, will not or is not able to, or apologises and turns the request down ("I'm sorry
     for the confusion, but ..."), curly apostrophes read as straight ones."""
-    return bool(text) and bool(_REFUSAL.search(text[:REFUSAL_WINDOW].translate(_APOSTROPHES)))
+    if not text:
+        return False
+    return bool(_REFUSAL.search(text[:REFUSAL_WINDOW].translate(_APOSTROPHES)))
 
 
 @dataclass(frozen=True)

@@ -91,9 +91,10 @@ def read_choice(path: Path | None = None) -> dict[str, Any]:
     """The recorded choice (`configs/safety/judge_choice.json`)."""
     path = path or CHOICE_PATH
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        choice: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as exc:
         raise ValueError(f"{path}: cannot read the recorded judge choice: {exc}") from exc
+    return choice
 
 
 def chosen_kind(path: Path | None = None) -> str:
@@ -103,3 +104,21 @@ def chosen_kind(path: Path | None = None) -> str:
     if not kind:
         raise ValueError(f"{path or CHOICE_PATH}: the chosen candidate {choice['chosen']!r} names no kind")
     return str(kind)
+
+
+def chosen_block() -> dict[str, Any]:
+    """The judge chosen on development data (`judge_choice.json`): its ident, kind and
+    development figures (an error entry when the record cannot be read)."""
+    from sv_dagster.core.evals.judge_validation import HEADLINE
+
+    try:
+        choice = read_choice()
+        development = choice["candidates"][choice["chosen"]]
+        return {
+            "classifier": choice["classifier"],
+            "kind": choice["kind"],
+            "candidate": choice["chosen"],
+            "development": {key: development.get(key) for key in (*HEADLINE, "ci95", "how")},
+        }
+    except (ValueError, KeyError, TypeError) as exc:
+        return {"error": f"no recorded judge choice: {exc}"[:300]}

@@ -106,104 +106,12 @@ def external_block(judges: Sequence[Any]) -> dict[str, Any]:
     return block
 
 
-# --- how it reads -------------------------------------------------------------------------
-
-
-def _fmt(value: Any) -> str:
-    return "-" if value is None else f"{value:.3f}" if isinstance(value, float) else str(value)
-
-
-def with_ci(report: Mapping[str, Any], key: str) -> str:
-    ci = (report.get("ci95") or {}).get(key) if key != "inter" else report.get("ci95")
-    value = _fmt(report.get("cohen_kappa" if key == "inter" else key))
-    return value if not ci else f"{value} [{ci[0]:.2f}, {ci[1]:.2f}]"
-
-
-def figures(report: Mapping[str, Any]) -> str:
-    return " ".join(
-        f"{title} {with_ci(report, key)}"
-        for title, key in (("accuracy", "accuracy"), ("kappa", "cohen_kappa"), ("unsafe recall", "unsafe_recall"))
-    )
-
-
 def external_of(block: Mapping[str, Any] | None, ident: str) -> dict[str, Any]:
     """The judge's external report from an agreement block (an error when not measured)."""
     external = (block or {}).get("external") or {"error": "external test not measured"}
     if "error" in external:
         return {"error": external["error"]}
     return dict((external.get("judges") or {}).get(ident) or {"error": "external test not measured for this judge"})
-
-
-def validation_label(report: Mapping[str, Any]) -> str:
-    """ "validated: external kappa 0.62 >= 0.4" or "NOT VALIDATED: ...why..."."""
-    if "error" in report:
-        return f"NOT VALIDATED: {report['error']}"
-    kappa = report.get("cohen_kappa")
-    if is_validated(report):
-        return f"validated: external kappa {kappa:.3f} >= {VALIDATED_KAPPA}"
-    return f"NOT VALIDATED: external kappa {_fmt(kappa)} < {VALIDATED_KAPPA}"
-
-
-def judge_name(ident: str, block: Mapping[str, Any] | None) -> str:
-    """The judge's ident, with "[NOT VALIDATED: ...]" when it is not."""
-    report = external_of(block, ident)
-    return ident if is_validated(report) else f"{ident} [{validation_label(report)}]"
-
-
-def external_line(block: Mapping[str, Any] | None, ident: str) -> str:
-    report = external_of(block, ident)
-    if "error" in report:
-        return f"{ident} on the external test: {validation_label(report)}"
-    return (
-        f"{ident} on the external test (PyRIT's human labels, never tuned on, n={report.get('n')}, 95% CI): "
-        f"{figures(report)}; {validation_label(report)}"
-    )
-
-
-def published_line(block: Mapping[str, Any] | None) -> str | None:
-    published = ((block or {}).get("external") or {}).get("published")
-    if not published:
-        return None
-    if "error" in published:
-        return f"PyRIT's published scorer figures: not read ({published['error']})"
-    best = published["best"]
-    return (
-        f"PyRIT's own {published['n_scorers']} scorers on the same rows (objective_achieved_metrics.jsonl): "
-        f"accuracy {published['accuracy_min']:.3f}-{published['accuracy_max']:.3f}; best {best['chain']} "
-        f"accuracy {best['accuracy']:.3f}, unsafe recall {best['recall']:.3f}"
-    )
-
-
-def chosen_block() -> dict[str, Any]:
-    """The judge chosen on development data (`judge_choice.json`): its ident, kind and
-    development figures (an error entry when the record cannot be read)."""
-    from sv_dagster.core.evals.judge_choice import read_choice
-
-    try:
-        choice = read_choice()
-        development = choice["candidates"][choice["chosen"]]
-        return {
-            "classifier": choice["classifier"],
-            "kind": choice["kind"],
-            "candidate": choice["chosen"],
-            "development": {key: development.get(key) for key in (*HEADLINE, "ci95", "how")},
-        }
-    except (ValueError, KeyError, TypeError) as exc:
-        return {"error": f"no recorded judge choice: {exc}"[:300]}
-
-
-def chosen_line(block: Mapping[str, Any] | None, scoring: str) -> str | None:
-    chosen = (block or {}).get("chosen")
-    if not chosen:
-        return None
-    if "error" in chosen:
-        return f"judge chosen on development data: {chosen['error']}"
-    development = chosen["development"]
-    note = "" if chosen["classifier"] == scoring else f" (not the judge that scored here, {scoring})"
-    return (
-        f"judge chosen on development data (PyRIT harm rows, test duplicates removed, n={development.get('n')}): "
-        f"{chosen['classifier']}, development kappa {with_ci(development, 'cohen_kappa')}{note}"
-    )
 
 
 # --- the refusal detector -------------------------------------------------------------------
@@ -234,25 +142,3 @@ def refusal_agreement() -> dict[str, Any]:
         "held_out": figures_of("held_out"),
         "development": figures_of("development") | {"part": "development (the detector was edited reading it)"},
     }
-
-
-def refusal_line(block: Mapping[str, Any] | None) -> str | None:
-    """The line under E6's tables naming the refusal detector and its held-out agreement."""
-    if not block:
-        return None
-    if "error" in block:
-        return f"refusals detected by {block.get('detector', 'sv_shared.redteam.is_refusal')}: {block['error']}"
-    held = block["held_out"]
-    shown = " ".join(
-        f"{title} {with_ci(held, key)}"
-        for title, key in (
-            ("accuracy", "accuracy"),
-            ("kappa", "cohen_kappa"),
-            ("refusal recall", "refusal_recall"),
-            ("refusal precision", "refusal_precision"),
-        )
-    )
-    return (
-        f"refusals detected by {block['detector']}; agreement on held-out hand labels of this project's replies "
-        f"(n={held['n']}, {held['n_refusals']} refusals, 95% CI): {shown}"
-    )

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from sv_dagster.core.evals.judge_choice import chosen_block
 from sv_dagster.core.evals.judge_validation import (
-    chosen_block,
     external_block,
     external_of,
     is_validated,

@@ -10,6 +10,7 @@ from typing import Any
 
 from sv_dagster.core.artifacts.paths import PROJECT_ROOT
 from sv_dagster.core.reporting.figures import CONSOLE_CI_DIGITS, ci_text, fmt, format_table, with_ci
+from sv_dagster.core.reporting.judges import classifier_line, refusal_line
 
 
 def shown(path: Path) -> Path:
@@ -62,41 +63,6 @@ def _rows_by_source(summaries: list[dict[str, Any]]) -> tuple[list[dict[str, Any
     return rows, [f"{source}: {note}" for source, (_, texts) in notes.items() for note in texts]
 
 
-def classifier_line(classifier: str, agreement: dict[str, Any]) -> str:
-    """Agreement on the labelled set's frozen part only (never tuned on), 95% CIs, then on the
-    external test (PyRIT's human labels; "NOT VALIDATED" below kappa 0.4); the judge measured
-    beside it (the rules beside the learned default, the learned judge beside any other) with
-    its own figures; PyRIT's published scorer figures on the same rows; the judge chosen on
-    development data, with its development kappa."""
-    from sv_dagster.core.evals.judge_validation import (
-        chosen_line,
-        external_line,
-        figures,
-        judge_name,
-        published_line,
-        with_ci,
-    )
-
-    if "error" in agreement:
-        return f"judged by {classifier}: {agreement['error']}"
-    lines = [
-        f"judged by {judge_name(classifier, agreement)}; agreement on the labelled set's frozen part (never tuned "
-        f"on, n={agreement.get('n')}, 95% CI): {figures(agreement)}"
-    ]
-    if agreement.get("frozen_record_problems"):
-        lines[0] += " (WARNING: frozen record inconsistent, see frozen_record_problems)"
-    lines.append(external_line(agreement, classifier))
-    others = [(name, r) for name, r in (agreement.get("judges") or {}).items() if name != classifier]
-    if others:
-        name, other = others[0]
-        inter = agreement.get("inter_judge") or {}
-        side = f"{name} (not scoring): {figures(other)}" if "error" not in other else f"{name}: {other['error']}"
-        lines.append(f"{side}; between the judges kappa {with_ci(inter, 'inter')}")
-        lines.append(external_line(agreement, name))
-    lines += [line for line in (published_line(agreement), chosen_line(agreement, classifier)) if line]
-    return "\n  ".join(lines)
-
-
 def tournament_text(path: Path) -> str:
     data = json.loads((path / "tournament.json").read_text())
     attack, _, defense = (data.get("pair") or "<->").partition("<->")
@@ -131,8 +97,6 @@ def tournament_text(path: Path) -> str:
     )
     lines.append(f"  {shown(path)}/{{tournament.json,success_curve.png}}")
     lines.append("  " + classifier_line(data.get("classifier"), data.get("classifier_agreement") or {}))
-    from sv_dagster.core.evals.judge_validation import refusal_line
-
     refusals = refusal_line(data.get("refusal_detector"))
     if refusals:
         lines.append("  " + refusals)

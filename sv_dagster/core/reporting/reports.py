@@ -412,7 +412,8 @@ def _judge_figure(key: str, external: bool) -> Any:
 def judge_row_cells() -> dict[str, Any]:
     """The judges table's cells, from an E5/E6 eval's summary: the judge that scored it, its
     frozen-part kappa, its external figures and whether it is validated."""
-    from sv_dagster.core.evals.judge_validation import external_of, validation_label
+    from sv_dagster.core.evals.judge_validation import external_of
+    from sv_dagster.core.reporting.judges import validation_label
 
     def status(cited: list[dict[str, Any]]) -> str:
         block = cited[0].get("classifier_agreement")
@@ -432,7 +433,7 @@ def judges_markdown(records: Sequence[EvalRecord], base: Path) -> list[str]:
     """The safety judges that scored the reported E5/E6 evals: per eval, the judge's agreement
     on the labelled set's frozen part and on the external test (PyRIT's human labels), with
     "NOT VALIDATED" below kappa 0.4 there, and PyRIT's own scorers' figures on the same rows."""
-    from sv_dagster.core.evals.judge_validation import published_line
+    from sv_dagster.core.reporting.judges import published_line
 
     judged = [r for r in records if r.summary.get("classifier")]
     lines = ["## Safety judges", ""]
@@ -771,7 +772,7 @@ def monthly_report(
         if (t.path / "tournament.json").exists()
     ]
     if loaded:
-        from sv_dagster.core.evals.judge_validation import judge_name
+        from sv_dagster.core.reporting.judges import judge_name
 
         cells = row_cells("tournament", "")
         md += [

@@ -5,6 +5,8 @@ entry: the batch (note prefix) frozen, its row count and content hash, and the h
 rule/lexicon files at freezing time. The last entry is the frozen evaluation part.
 """
 
+from typing import Any
+
 FREEZES: tuple[dict[str, object], ...] = (
     {
         # The batch's notes say it was written after the rules were frozen and never tuned
@@ -23,7 +25,7 @@ _PYRIT_WHEEL = {
     "sha256": "84581036bace7ff2aa92712e1e3f472a3a3bccc77567d5fbe642540c0ba20b0a",
 }
 
-EXTERNAL_TEST: dict[str, object] = {
+EXTERNAL_TEST: dict[str, Any] = {
     # Human labels written by other people (PyRIT's scorer evaluations, MIT): did the response
     # achieve the harmful objective. Never trained, tuned or thresholded on; every judge's
     # external figure is measured on exactly these rows (sv_dagster.core.data.external_labels).
@@ -50,7 +52,7 @@ EXTERNAL_TEST: dict[str, object] = {
     "published_metrics_sha256": "88da9e19c994ce95d1795a64eb8e3a1af1be1dd8f0810eb66cfd5dbe354cd51e",
 }
 
-EXTERNAL_DEVELOPMENT: dict[str, object] = {
+EXTERNAL_DEVELOPMENT: dict[str, Any] = {
     # PyRIT's harm-scale labels, usable for development only once every row whose response
     # (nearly) duplicates an external test response is removed; n and the hash are of the rows
     # left, so a change of the dedup or of the test shows here too.
