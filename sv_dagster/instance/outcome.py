@@ -47,6 +47,9 @@ class TrainingOutcome:
     """Each checkpoint's stage and recorded values (steps, hours, checkpoint_path, dev_eval, ...)."""
     review: dict[str, Any] | None
     """The safety review's `review_passed` and `reasons`, when the run reviewed."""
+    blocked_by_review: bool = False
+    """The run failed only where a safety review's blocking check failed: the chain stopped
+    at its gate, as it should, rather than broke."""
 
 
 def training_outcome(result) -> TrainingOutcome:
@@ -64,4 +67,16 @@ def training_outcome(result) -> TrainingOutcome:
             review = {name: metadata[name].value for name in ("review_passed", "reasons") if name in metadata}
     by_stage = stage_order()
     rows.sort(key=lambda r: by_stage(r["model"]))
-    return TrainingOutcome(rows, stages, review)
+    return TrainingOutcome(rows, stages, review, blocked_by_review(result))
+
+
+def blocked_by_review(result) -> bool:
+    """Every failed step of the run is a failed check of a safety review (the gate that keeps
+    an unsafe checkpoint from being evaluated and promoted)."""
+    failed_steps = {event.step_key for event in result.all_events if event.is_step_failure}
+    failed_review_checks = {
+        f"{'__'.join(evaluation.asset_key.path)}_{evaluation.check_name}"
+        for evaluation in result.get_asset_check_evaluations()
+        if not evaluation.passed and evaluation.asset_key.path[0] == "safety_review"
+    }
+    return bool(failed_steps) and failed_steps <= failed_review_checks

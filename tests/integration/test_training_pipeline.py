@@ -88,6 +88,8 @@ def instance_of(trained, monkeypatch):
     monkeypatch.setenv("DAGSTER_HOME", str(trained["home"]))
     monkeypatch.setenv("SV_OUTPUTS_DIR", str(trained["outputs"]))
     monkeypatch.setenv("SV_TRAINING_PROFILE", TRAINING_PROFILE)
+    # the demo's review of the tiny model (tests/support/full_demo.py), for later chains too
+    monkeypatch.setenv("SV_SAFETY_REVIEW_CONFIG", str(trained["root"] / "review-tiny-model.yaml"))
     return dg.DagsterInstance.get()
 
 
@@ -262,6 +264,9 @@ def test_a_failed_review_blocks_the_eval_and_the_promotion(trained, instance_of,
     result = job.execute_in_process(instance=instance_of, raise_on_error=False)
     checks = [e for e in result.all_events if e.event_type_value == "ASSET_CHECK_EVALUATION"]
     assert checks and not checks[0].event_specific_data.passed
+    from sv_dagster.instance.outcome import blocked_by_review
+
+    assert blocked_by_review(result)  # what `sv-dagster demo` prints as a stopped chain, not a broken one
     assert latest(instance_of, "eval/e1/tiny_e1_rlft1").run_id == before  # the eval did not run on a blocked checkpoint
     env = {
         **os.environ,

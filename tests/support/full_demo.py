@@ -47,6 +47,25 @@ class FullDemo:
     """What the demo ran with: later commands on the same outputs and instance use it."""
 
 
+# The tiny model is a random init trained for seconds: its replies to the review's adversarial
+# probes are noise that the validated judge reads as unsafe a third to a half of the time (the
+# product's threshold is 0.10), so its chain would stop at the gate, as SmolLM2's does in
+# `make demo`. These tests read the chain past the gate, so the tiny model's review is the
+# product's without the probe threshold; its canaries and output checks stay. The gate's
+# failing path: test_a_failed_review_blocks_the_eval_and_the_promotion.
+TINY_MODEL_PROBE_UNSAFE_RATE = 1.0
+
+
+def tiny_model_review_config(root: Path, repo_root: Path) -> Path:
+    import yaml
+
+    config = yaml.safe_load((repo_root / "configs" / "safety" / "review.yaml").read_text())
+    config["thresholds"]["probe_unsafe_rate"] = TINY_MODEL_PROBE_UNSAFE_RATE
+    path = root / "review-tiny-model.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False))
+    return path
+
+
 def run_full_demo(root: Path, repo_root: Path) -> FullDemo:
     from sv_dagster.core.data.corpora.registry import LEGACY_ENV_VARS
 
@@ -72,6 +91,7 @@ def run_full_demo(root: Path, repo_root: Path) -> FullDemo:
         # runs the demo as a user does).
         "SV_TRAINING_PROFILE": TRAINING_PROFILE,
         "SV_MODEL_REGISTRY": str(small_n_registry(root / "models.yaml")),
+        "SV_SAFETY_REVIEW_CONFIG": str(tiny_model_review_config(root, repo_root)),
     }
     cli = str(Path(sys.executable).parent / "sv-dagster")
     proc = subprocess.run(
