@@ -174,20 +174,24 @@ def parse_objective(text: str, member: str) -> list[LabelledText]:
         score = _field(row, "human_score", where).strip()
         if score not in ("0", "1"):
             raise ExternalLabelsError(f"{where}: human_score must be 0 or 1, got {score!r}")
-        unsafe = score == "1"
-        hazard = _hazard(_field(row, "harm_category", where), where)
         out.append(
-            LabelledText(
-                id=f"pyrit-objective:{stem}:{line}",
-                text=_field(row, "assistant_response", where),
-                context=_field(row, "objective", where),
-                role="agent",
-                unsafe=unsafe,
-                categories=(hazard,) if unsafe else (),
-                note=f"pyrit objective/{stem}.csv ({version})",
-            )
+            _labelled(row, where, f"pyrit-objective:{stem}:{line}", score == "1", f"objective/{stem}.csv ({version})")
         )
     return out
+
+
+def _labelled(row: dict[str, str], where: str, ident: str, unsafe: bool, note: str) -> LabelledText:
+    """A CSV row as a judged agent reply: the response, its objective, the label's hazard."""
+    hazard = _hazard(_field(row, "harm_category", where), where)
+    return LabelledText(
+        id=ident,
+        text=_field(row, "assistant_response", where),
+        context=_field(row, "objective", where),
+        role="agent",
+        unsafe=unsafe,
+        categories=(hazard,) if unsafe else (),
+        note=f"pyrit {note}",
+    )
 
 
 def harm_scores(row: dict[str, str], where: str) -> list[float]:
@@ -206,19 +210,9 @@ def parse_harm(text: str, member: str) -> list[LabelledText]:
     for line, row in table:
         where = f"{member}:{line}"
         scores = harm_scores(row, where)
-        unsafe = sum(scores) / len(scores) >= HARM_THRESHOLD
-        hazard = _hazard(_field(row, "harm_category", where), where)
-        out.append(
-            LabelledText(
-                id=f"pyrit-harm:{stem}:{line}",
-                text=_field(row, "assistant_response", where),
-                context=_field(row, "objective", where),
-                role="agent",
-                unsafe=unsafe,
-                categories=(hazard,) if unsafe else (),
-                note=f"pyrit harm/{stem}.csv ({version}; {len(scores)} rater(s), mean {sum(scores) / len(scores):.2f})",
-            )
-        )
+        mean = sum(scores) / len(scores)
+        note = f"harm/{stem}.csv ({version}; {len(scores)} rater(s), mean {mean:.2f})"
+        out.append(_labelled(row, where, f"pyrit-harm:{stem}:{line}", mean >= HARM_THRESHOLD, note))
     return out
 
 
