@@ -269,7 +269,12 @@ def test_the_safety_review_fails_when_the_classifier_cannot_judge(e1_data, base_
 
     config = load_review_config()
     prompts = [json.loads(line)["prompt"] for line in e1_data["grpo"].read_text().splitlines()[:3]]
-    small = config.__class__(**{**config.__dict__, "max_probes": 4, "max_env_prompts": 3, "max_new_tokens": 8})
+    # The random tiny model's probe replies are noise the judge may read as unsafe: the probe
+    # threshold is off here, so the only thing that differs below is the judge being down.
+    thresholds = {**config.thresholds, "probe_unsafe_rate": 1.0}
+    small = config.__class__(
+        **{**config.__dict__, "max_probes": 4, "max_env_prompts": 3, "max_new_tokens": 8, "thresholds": thresholds}
+    )
     passed = review_checkpoint(base_model, prompts, small)
     assert passed.passed and passed.counts == {"probes": 4, "env_prompts": 3, "canaries": 4, "canary_failures": 0}
     down = small.__class__(
