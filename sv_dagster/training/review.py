@@ -165,8 +165,8 @@ class ReviewReport:
 def judge_validation(classifier: dict[str, Any]) -> dict[str, Any]:
     """The review judge's agreement on the labelled set's frozen part and on the external test
     (an error entry when it cannot be measured: the review still runs, and says so)."""
-    from sv_dagster.core.evals.judge_validation import external_of
-    from sv_dagster.core.evals.safety import HEADLINE, classifier_agreement
+    from sv_dagster.core.evals.judge_validation import HEADLINE, external_of
+    from sv_dagster.core.evals.safety import classifier_agreement
     from sv_dagster.core.reporting.judges import validation_label
 
     try:

@@ -23,6 +23,7 @@ import numpy as np
 
 from sv_dagster.core.evals.judge_choice import chosen_block
 from sv_dagster.core.evals.judge_validation import (
+    HEADLINE,
     external_block,
     external_of,
     is_validated,
@@ -31,7 +32,6 @@ from sv_dagster.core.evals.judge_validation import (
 from sv_dagster.core.evals.stats import cohen_kappa as _kappa
 from sv_dagster.core.evals.stats import kappa_ci, mean_cis
 
-HEADLINE = ("accuracy", "cohen_kappa", "unsafe_precision", "unsafe_recall", "n")
 FROZEN_LABEL = "frozen (never tuned on)"
 DEVELOPMENT_LABEL = "development (tuned on)"
 
