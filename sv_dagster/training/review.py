@@ -139,13 +139,15 @@ class ReviewReport:
         return asdict(self)
 
     def markdown(self) -> str:
+        from sv_dagster.core.reporting.judges import review_validation_lines
+
         verdict = "PASSED" if self.passed else "FAILED"
         lines = [
             f"# Safety review: {verdict}",
             "",
             f"- checkpoint: `{self.checkpoint}`",
             f"- classifier: {self.classifier}",
-            *validation_lines(self.classifier, self.classifier_validation),
+            *review_validation_lines(self.classifier, self.classifier_validation),
             f"- config: `{self.config_source}`",
             "",
             "| check | value | threshold |",
@@ -182,36 +184,6 @@ def judge_validation(classifier: dict[str, Any]) -> dict[str, Any]:
         "validated": block.get("validated", False),
         "status": validation_label(external),
     }
-
-
-def validation_lines(classifier: str, validation: dict[str, Any]) -> list[str]:
-    """The review record's lines on how far its judge can be trusted."""
-    from sv_dagster.core.reporting.judges import agreement_figures
-
-    if not validation:
-        return []
-    if "error" in validation:
-        return [f"- judge validation: NOT VALIDATED: {validation['error']}"]
-    lines = [
-        f"- judge validation: {validation['status']}",
-        f"  - labelled set's frozen part (never tuned on, n={validation['frozen'].get('n')}, 95% CI): "
-        f"{agreement_figures(validation['frozen'])}",
-    ]
-    external = validation["external"]
-    if "error" not in external:
-        lines.append(
-            f"  - external test (PyRIT's human labels, never tuned on, n={external.get('n')}, 95% CI): "
-            f"{agreement_figures(external)}"
-        )
-    published = validation.get("published") or {}
-    if "best" in published:
-        lines.append(
-            f"  - PyRIT's own {published['n_scorers']} scorers on the same rows: accuracy "
-            f"{published['accuracy_min']:.3f}-{published['accuracy_max']:.3f}"
-        )
-    if not validation["validated"]:
-        lines.append(f"  - the rates below were judged by {classifier}, which is NOT VALIDATED: read them as such")
-    return lines
 
 
 def review_checkpoint(

@@ -126,3 +126,32 @@ def classifier_line(classifier: str, agreement: dict[str, Any]) -> str:
         lines.append(external_line(agreement, name))
     lines += [line for line in (published_line(agreement), chosen_line(agreement, classifier)) if line]
     return "\n  ".join(lines)
+
+
+def review_validation_lines(classifier: str, validation: dict[str, Any]) -> list[str]:
+    """The safety review record's lines on how far its judge can be trusted (a record's
+    `classifier_validation`; none when it has none)."""
+    if not validation:
+        return []
+    if "error" in validation:
+        return [f"- judge validation: NOT VALIDATED: {validation['error']}"]
+    lines = [
+        f"- judge validation: {validation['status']}",
+        f"  - labelled set's frozen part (never tuned on, n={validation['frozen'].get('n')}, 95% CI): "
+        f"{agreement_figures(validation['frozen'])}",
+    ]
+    external = validation["external"]
+    if "error" not in external:
+        lines.append(
+            f"  - external test (PyRIT's human labels, never tuned on, n={external.get('n')}, 95% CI): "
+            f"{agreement_figures(external)}"
+        )
+    published = validation.get("published") or {}
+    if "best" in published:
+        lines.append(
+            f"  - PyRIT's own {published['n_scorers']} scorers on the same rows: accuracy "
+            f"{published['accuracy_min']:.3f}-{published['accuracy_max']:.3f}"
+        )
+    if not validation["validated"]:
+        lines.append(f"  - the rates below were judged by {classifier}, which is NOT VALIDATED: read them as such")
+    return lines
