@@ -166,6 +166,9 @@ def timed_trainer(base: type) -> type:
         def _calculate_rewards(self, *args, **kwargs):
             return self._timed("reward", super()._calculate_rewards, *args, **kwargs)
 
+        def _prepare_inputs(self, *args, **kwargs):
+            return self._timed("prepare_inputs", super()._prepare_inputs, *args, **kwargs)
+
         def compute_loss(self, *args, **kwargs):
             return self._timed("loss_forward", super().compute_loss, *args, **kwargs)
 
@@ -174,6 +177,22 @@ def timed_trainer(base: type) -> type:
 
     Timed.__name__ = f"Timed{base.__name__}"
     return Timed
+
+
+def time_split(timings: dict[str, float]) -> dict[str, float]:
+    """Where the steps' time went, from `timed_trainer`'s sums. transformers' `training_step`
+    runs TRL's `_prepare_inputs` (sampling, rewards, the old policy's log-probs), then the
+    loss forward, backward and the optimizer's update; each part is what is left of its
+    enclosing timer once the parts inside it are taken out."""
+    step, prepare = timings.get("training_step", 0.0), timings.get("prepare_inputs", 0.0)
+    generation, reward, loss = (timings.get(name, 0.0) for name in ("generation", "reward", "loss_forward"))
+    return {
+        "generation": generation,
+        "reward": reward,
+        "other_sampling": max(0.0, prepare - generation - reward),
+        "loss_forward": loss,
+        "backward_and_update": max(0.0, step - prepare - loss),
+    }
 
 
 def grpo_vs_trl(config, folder: Path, model_dir: Path, data: dict[str, str], parameters: int) -> dict:
@@ -201,8 +220,7 @@ def grpo_vs_trl(config, folder: Path, model_dir: Path, data: dict[str, str], par
         wall = time.perf_counter() - started
         seconds = record["metrics"]["train_runtime"]
         completions = record["completions_scored"]
-        t = dict(timed.timings)
-        prepare = t.get("training_step", 0.0) - t.get("loss_forward", 0.0)
+        split = time_split(dict(timed.timings))
         results[name] = {
             "steps": record["steps"],
             "completions": completions,
@@ -210,14 +228,7 @@ def grpo_vs_trl(config, folder: Path, model_dir: Path, data: dict[str, str], par
             "stage_seconds": wall,
             "completions_per_hour": completions / seconds * 3600,
             "seconds_per_step": seconds / max(1, record["steps"]),
-            "time_split_s": {
-                "generation": t.get("generation", 0.0),
-                "reward": t.get("reward", 0.0),
-                "loss_forward": t.get("loss_forward", 0.0),
-                # training_step = loss forward + backward + the optimizer's update; sampling and
-                # scoring happen before it (in TRL's _prepare_inputs)
-                "backward_and_update": max(0.0, prepare),
-            },
+            "time_split_s": split,
             "shared_prompt_rows": record.get("shared_prompt_rows"),
         }
     return results
