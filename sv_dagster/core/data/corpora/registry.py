@@ -88,16 +88,30 @@ def _label(raw: Any, path: Path, sid: str) -> LabelSpec | None:
     )
 
 
-def _pinned(raw: dict[str, Any], path: Path, sid: str, kind: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
-    """A wheel or npm source's pin ({package, version, sha256}, under the loader's name) and
-    its members per split ({split: {member: sha256}}), every hash 64 lower-case hex digits.
-    An npm member may be a glob, pinned by the sha256 of its matches' listing."""
+def _pin(raw: dict[str, Any], path: Path, sid: str, kind: str) -> dict[str, str]:
+    """The `{package, version, sha256}` pin under the loader's name, its hash 64 lower-case hex."""
     pin = raw.get(kind)
     if not isinstance(pin, dict) or set(pin) != set(PIN_FIELDS) or not all(pin.values()):
         raise _fail(path, sid, f"{_A_SOURCE[kind]} needs '{kind}: {{{', '.join(PIN_FIELDS)}}}'")
     pin = {k: str(v) for k, v in pin.items()}
     if not _SHA256.match(pin["sha256"]):
         raise _fail(path, sid, f"{kind}.sha256 must be 64 lower-case hex digits, got {pin['sha256']!r}")
+    return pin
+
+
+def _hashed_members(split: str, members: dict[Any, Any], path: Path, sid: str) -> dict[str, str]:
+    """One split's {member: sha256}, every hash 64 lower-case hex digits."""
+    for member, sha in members.items():
+        if not _SHA256.match(str(sha)):
+            raise _fail(path, sid, f"files.{split}: {member} needs a sha256 of 64 lower-case hex digits, got {sha!r}")
+    return {str(m): str(h) for m, h in members.items()}
+
+
+def _pinned(raw: dict[str, Any], path: Path, sid: str, kind: str) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """A wheel or npm source's pin ({package, version, sha256}, under the loader's name) and
+    its members per split ({split: {member: sha256}}), every hash 64 lower-case hex digits.
+    An npm member may be a glob, pinned by the sha256 of its matches' listing."""
+    pin = _pin(raw, path, sid, kind)
     files = raw.get("files")
     if not isinstance(files, dict) or not files:
         what = "member path or glob" if kind == "npm" else "member path"
@@ -106,12 +120,7 @@ def _pinned(raw: dict[str, Any], path: Path, sid: str, kind: str) -> tuple[dict[
     for split, members in files.items():
         if not isinstance(members, dict) or not members:
             raise _fail(path, sid, f"files.{split} must map member paths to their sha256")
-        for member, sha in members.items():
-            if not _SHA256.match(str(sha)):
-                raise _fail(
-                    path, sid, f"files.{split}: {member} needs a sha256 of 64 lower-case hex digits, got {sha!r}"
-                )
-        out[str(split)] = {str(m): str(h) for m, h in members.items()}
+        out[str(split)] = _hashed_members(split, members, path, sid)
     return pin, out
 
 
@@ -119,12 +128,7 @@ def _sdist(raw: dict[str, Any], path: Path, sid: str) -> tuple[dict[str, str], d
     """An sdist source's pin ({package, version, sha256}) and its members per split: a
     mapping {member: sha256} (each pinned, as for a wheel), or a list of globs (every match
     read, its sha256 recorded; the sdist's pin fixes them)."""
-    pin = raw.get("sdist")
-    if not isinstance(pin, dict) or set(pin) != set(PIN_FIELDS) or not all(pin.values()):
-        raise _fail(path, sid, f"an sdist source needs 'sdist: {{{', '.join(PIN_FIELDS)}}}'")
-    pin = {k: str(v) for k, v in pin.items()}
-    if not _SHA256.match(pin["sha256"]):
-        raise _fail(path, sid, f"sdist.sha256 must be 64 lower-case hex digits, got {pin['sha256']!r}")
+    pin = _pin(raw, path, sid, "sdist")
     files = raw.get("files")
     if not isinstance(files, dict) or not files:
         raise _fail(path, sid, "an sdist source needs 'files' (split -> {member: sha256} or [glob, ...])")
@@ -135,12 +139,7 @@ def _sdist(raw: dict[str, Any], path: Path, sid: str) -> tuple[dict[str, str], d
             continue
         if not isinstance(members, dict) or not members:
             raise _fail(path, sid, f"files.{split} must map members to their sha256, or list globs")
-        for member, sha in members.items():
-            if not _SHA256.match(str(sha)):
-                raise _fail(
-                    path, sid, f"files.{split}: {member} needs a sha256 of 64 lower-case hex digits, got {sha!r}"
-                )
-        out[str(split)] = {str(m): str(h) for m, h in members.items()}
+        out[str(split)] = dict(_hashed_members(split, members, path, sid))
     return pin, out
 
 
