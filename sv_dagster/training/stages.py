@@ -486,6 +486,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True, trainer_c
     from trl import GRPOConfig
 
     from sv_dagster.training.dialogue_rollouts import DialogueRollouts, dialogue_rows, is_dialogue_stage
+    from sv_dagster.training.grpo_signal import grpo_signal
     from sv_dagster.training.rewards import EnvRewardAdapter
     from sv_dagster.training.sft_data import read_rows
     from sv_dagster.training.shared_prompt import SharedPromptGRPOTrainer
@@ -579,6 +580,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True, trainer_c
     _fail_on_scoring_errors(run, rewards.scored, [e.as_dict() for e in rewards.errors], g.max_scoring_error_rate)
     record.update(  # what the reward adapter saw while training
         completions_scored=rewards.scored,
+        signal=grpo_signal(trainer.state.log_history),
         reward_errors=[e.as_dict() for e in rewards.errors[:100]],
         n_reward_errors=len(rewards.errors),
         reward_weights={env: rewards.weights(env) for env in task_files},

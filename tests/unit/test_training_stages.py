@@ -104,6 +104,9 @@ def test_sft_then_grpo_train_and_save_everything_beside_the_weights(e1_data, bas
     assert record["shared_prompt_rows"]["sampled"] == record["completions_scored"]
     assert record["shared_prompt_rows"]["scored"] >= record["completions_scored"]
     assert any("reward" in m for m in metrics)  # streamed as they were logged
+    signal = record["signal"]  # whether the groups' rewards differed at all (training/grpo_signal.py)
+    assert signal["logged_steps"] and 0.0 <= signal["groups_without_signal"] <= 1.0
+    assert signal["reward_std_within_groups"] >= 0.0 and signal["kl"] is None  # beta 0: no KL term
     saved = json.loads((grpo_out / CHECKPOINT_FILE).read_text())
     assert saved["config"]["grpo"]["max_steps"] == 2 and saved["upstream_checkpoint"] == str(sft_out)
 
