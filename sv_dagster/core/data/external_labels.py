@@ -79,6 +79,12 @@ class ExternalLabelsError(ValueError):
     """A member that cannot be read as a labelled set; one line naming the member and line."""
 
 
+def rows_summary(rows: Sequence[LabelledText]) -> dict[str, Any]:
+    """What every record of a labelled set says about its rows: how many, how many unsafe, and
+    their hash."""
+    return {"n": len(rows), "n_unsafe": sum(r.unsafe for r in rows), "rows_sha256": rows_sha256(rows)}
+
+
 @dataclass(frozen=True)
 class ExternalSet:
     """Rows of one folder of the wheel with what a report records about them."""
@@ -93,13 +99,7 @@ class ExternalSet:
         return rows_sha256(self.rows)
 
     def provenance(self) -> dict[str, Any]:
-        return {
-            **self.wheel,
-            "members": dict(self.members),
-            "n": len(self.rows),
-            "n_unsafe": sum(r.unsafe for r in self.rows),
-            "rows_sha256": self.sha256,
-        }
+        return {**self.wheel, "members": dict(self.members), **rows_summary(self.rows)}
 
 
 def pyrit_wheel() -> Wheel:
@@ -270,10 +270,8 @@ class DevelopmentSet:
         return {
             **self.source,
             "n_read": self.n_read,
-            "n": len(self.rows),
-            "n_unsafe": sum(r.unsafe for r in self.rows),
+            **rows_summary(self.rows),
             "removed": {why: len(ids) for why, ids in self.removed.items()},
-            "rows_sha256": self.sha256,
             "unsafe_when": f"mean human score >= {HARM_THRESHOLD}",
         }
 
