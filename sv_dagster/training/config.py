@@ -136,6 +136,10 @@ class GrpoConfig(_Strict):
     """A completion whose scoring raises gets reward 0; past this fraction of such
     completions the stage fails, since its rewards no longer measure the task."""
     save_steps: int = Field(20, ge=1)
+    snapshot_steps: int | None = Field(None, ge=1)
+    """Every this many steps the policy's weights are also saved to `<out>.snapshots/step-N/`
+    (a plain model folder an eval loads), for dev-reward curves; full fine-tuning only.
+    None: no snapshots."""
     tool_calls: int = Field(0, ge=0)
     """Tool-calling rounds a rollout may make with the environment's own tools (those its
     evals offer; TRL's `max_tool_calling_iterations`); 0: single-turn rollouts, no tools.
@@ -206,15 +210,22 @@ class TrainingConfig(_Strict):
     the eval run's seed, the same ones for every checkpoint); None: the whole test split."""
     description: str = ""
 
+    @model_validator(mode="after")
+    def _snapshots_need_full_weights(self) -> TrainingConfig:
+        if self.grpo.snapshot_steps is not None and self.model.lora is not None:
+            raise ValueError("grpo.snapshot_steps saves whole weights: set model.lora to null or unset snapshot_steps")
+        return self
+
     def digest(self) -> str:
         return hashlib.sha256(json.dumps(self.model_dump(), sort_keys=True).encode()).hexdigest()
 
 
-def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+def merge_config(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """`override` merged over `base`, table by table (neither is changed)."""
     merged = copy.deepcopy(base)
     for key, value in override.items():
         if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = _merge(merged[key], value)
+            merged[key] = merge_config(merged[key], value)
         else:
             merged[key] = value
     return merged
@@ -255,17 +266,17 @@ def load_training_config(
     profile = profile or os.environ.get("SV_TRAINING_PROFILE") or default_profile or None
     if profile:
         profile_path = PROFILES_DIR / f"{profile}.yaml"
-        data = _merge(data, _profile_for(env, profile_path))
+        data = merge_config(data, _profile_for(env, profile_path))
         sources.append(str(profile_path))
     if defaults:
-        data = _merge(data, defaults)
+        data = merge_config(data, defaults)
         sources.append("stage defaults")
     if experiment:
         exp_path = experiment_path(env, experiment)
-        data = _merge(data, _read_yaml(exp_path))
+        data = merge_config(data, _read_yaml(exp_path))
         sources.append(str(exp_path))
     if overrides:
-        data = _merge(data, overrides)
+        data = merge_config(data, overrides)
         sources.append("run config")
     data.setdefault("env", env)
     try:
@@ -289,7 +300,7 @@ def _profile_for(env: str, path: Path) -> dict[str, Any]:
     unknown = sorted(name for name in per_env if not training_config_path(str(name)).is_file())
     if unknown:
         raise TrainingConfigError(f"{path}: envs names {', '.join(map(str, unknown))}, which has no training config")
-    return _merge(data, per_env.get(env, {}))
+    return merge_config(data, per_env.get(env, {}))
 
 
 def list_experiments(env: str) -> list[str]:

@@ -490,6 +490,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True, trainer_c
     from sv_dagster.training.rewards import EnvRewardAdapter
     from sv_dagster.training.sft_data import read_rows
     from sv_dagster.training.shared_prompt import SharedPromptGRPOTrainer
+    from sv_dagster.training.snapshots import snapshot_record
 
     run = _Run(spec, report)
     config = run.config
@@ -559,6 +560,13 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True, trainer_c
         **optional_args,
     )
     wall, stream = _callbacks(g.max_seconds, report)
+    callbacks = [wall, stream]
+    if g.snapshot_steps:
+        from sv_dagster.training.snapshots import clear_snapshots, snapshot_callback
+
+        if run.resume_from is None:
+            clear_snapshots(run.out)  # an earlier attempt's, not this run's
+        callbacks.append(snapshot_callback(run.out, g.snapshot_steps, tokenizer))
     rollouts: dict[str, Any] = {}  # who plays the rollouts, when not TRL's own generate
     if tools:
         rollouts["environment_factory"] = tools
@@ -571,7 +579,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True, trainer_c
         train_dataset=train,
         processing_class=tokenizer,
         peft_config=_peft_config(config),
-        callbacks=[wall, stream],
+        callbacks=callbacks,
         **rollouts,
     )
     _, record = run.train(trainer, tokenizer, wall, prompts=len(rows))
@@ -587,6 +595,7 @@ def run_grpo(spec: StageSpec, report: Report, *, shuffle: bool = True, trainer_c
         tool_calls_made=rewards.tool_calls_made,
         tools_offered={env: list(cls.tool_names) for env, cls in tools.items()},
         dialogue_turns_played=dialogues.turns_played if dialogues else None,
+        snapshots=snapshot_record(run.out, trainer.state.global_step) if g.snapshot_steps else [],
         # How many rows took the shared-prompt paths (the rest TRL's own): evidence it ran.
         shared_prompt_rows={
             "scored": getattr(trainer, "shared_prompt_rows", 0),
