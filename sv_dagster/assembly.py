@@ -30,6 +30,7 @@ from sv_dagster.assets.evals import (
 )
 from sv_dagster.assets.recipe import PROVENANCE_TAG
 from sv_dagster.assets.reports import build_report_assets
+from sv_dagster.assets.study import study_assets, study_env, study_keys
 from sv_dagster.assets.synthetic import build_synthetic_assets
 from sv_dagster.assets.tournament import tournament_assets, tournament_keys
 from sv_dagster.assets.training import training_assets
@@ -40,7 +41,7 @@ from sv_dagster.core.envs import ENVS
 from sv_dagster.core.models.registry import registry_path
 from sv_dagster.jobs import demo_job, eval_job, program_jobs, rescore_job, tournament_jobs
 from sv_dagster.jobs.synthetic import synthetic_job, synthetic_schedule
-from sv_dagster.jobs.training import training_jobs
+from sv_dagster.jobs.training import study_jobs, training_jobs
 from sv_dagster.resources import ExperimentTracking, ModelRegistry, PipesLauncher
 from sv_dagster.schedules import program_schedules
 from sv_dagster.training.catalog import load_models
@@ -94,7 +95,7 @@ def build_definitions() -> dg.Definitions:
     synthetic, synthetic_checks = build_synthetic_assets(failure_keys)
     # sft_data -> checkpoints -> safety reviews -> promotion, from configs/training/.
     training, training_checks = training_assets()
-    training += [*cotrain_assets(), *ablation_assets()]
+    training += [*cotrain_assets(), *ablation_assets(), *study_assets()]
     assets = [
         *data,
         *synthetic,
@@ -130,6 +131,7 @@ def build_definitions() -> dg.Definitions:
             synthetic_job(),
             *training_jobs(models),
             *ablation_jobs(),
+            *study_jobs({name: (study_env(name), key) for name, key in study_keys().items()}),
         ]
     }
     # Deployment choices from the environment (docs/deploy.md): the executor (SV_EXECUTOR)

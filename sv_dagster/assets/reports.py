@@ -14,6 +14,7 @@ from pydantic import Field
 
 from sv_dagster.assets.common import write_json
 from sv_dagster.assets.recipe import Artifact, provenance_asset
+from sv_dagster.assets.study import study_keys
 from sv_dagster.assets.tournament import tournament_keys
 from sv_dagster.core.artifacts.paths import outputs_root
 from sv_dagster.core.artifacts.redaction import write_redacted
@@ -277,8 +278,27 @@ def build_report_assets(
             env: moved.get(path, path)
             for env, path in promoted_checkpoints(context.instance, list(promoted_keys)).items()
         }
+        studies = [
+            local_artifact_path(found[0].asset_materialization.metadata)
+            for key in study_keys().values()
+            if (
+                found := context.instance.fetch_materializations(
+                    dg.AssetRecordsFilter(
+                        asset_key=key, after_timestamp=start.timestamp(), before_timestamp=end.timestamp()
+                    ),
+                    limit=1,
+                    ascending=False,
+                ).records
+            )
+        ]
         files = monthly_report(
-            month, records, outputs_root() / "reports" / "monthly" / month, tournaments, training, promoted
+            month,
+            records,
+            outputs_root() / "reports" / "monthly" / month,
+            tournaments,
+            training,
+            promoted,
+            [folder for folder in studies if (folder / "study.json").is_file()],
         )
         context.log.info(f"monthly report for {month}: {files['markdown']} and {files['html']}")
         return Artifact(

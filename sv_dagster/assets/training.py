@@ -205,6 +205,7 @@ def build_sft_data_asset(env_short: str) -> dg.AssetsDefinition:
             "grpo": out / "grpo.jsonl",
             "tasks": tasks_path,
             "leakage": out / "leakage.json",
+            **({"synthetic": Path(synthetic["path"])} if synthetic is not None else {}),
         }
         write_rows(files["sft"], sft_rows(examples, tasks), by_reference=harmful)
         write_rows(files["grpo"], (e.grpo_row() for e in examples if e.task_key), by_reference=harmful)

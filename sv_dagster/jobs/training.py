@@ -9,6 +9,8 @@
   stage-1 checkpoint, its review and evals.
 - `promote_eN`: a human's sign-off and the promotion it allows (`sv-dagster signoff`).
 - `cotrain_<attack>_<defense>` (e.g. `cotrain_e5_e6`): the attacker/defender co-training cycles and their evals.
+- `study_<name>` (e.g. `study_h1_e1`): a hypothesis tested over seeds (configs/studies/), with
+  the data and base model it starts from.
 Synthetic batches are not re-made here: `sft_data` reads the latest accepted batch.
 """
 
@@ -128,3 +130,18 @@ def training_jobs(models: dict[str, ModelSpec]) -> list[dg.UnresolvedAssetJobDef
             )
         )
     return jobs
+
+
+def study_jobs(studies: dict[str, tuple[str, dg.AssetKey]]) -> list[dg.UnresolvedAssetJobDefinition]:
+    """`studies`: name -> (its environment, its asset key)."""
+    return [
+        dg.define_asset_job(
+            name=f"study_{name}",
+            selection=_sft_data(env)
+            | dg.AssetSelection.assets(*_keys(catalog.checkpoint_key(env, catalog.BASE.asset)), key),
+            tags={"sv/env": env, "sv/program": "study"},
+            description=f"Study {name}: the {env} data and base model, then per seed SFT -> GRPO with a dev curve, "
+            "test evals of every stage and paired tests between them; writes study.md, study.json and a plot.",
+        )
+        for name, (env, key) in studies.items()
+    ]

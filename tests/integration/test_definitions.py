@@ -89,6 +89,11 @@ TRAINING_DEPS = {
         }
         for env in ENVS
     },
+    # configs/studies/: E1's data and base model (and E6's rows its SFT mixes in)
+    **{
+        f"study/{name}": {"dataset/e1", "sft_data/e1", "sft_data/e6", "checkpoint/e1/base"}
+        for name in ("h1_e1", "h2_e1")
+    },
 }
 # What the monthly report sums training compute over: every stage and ablation (not the promotion record).
 TRAINING_COMPUTE = {
@@ -151,7 +156,17 @@ EXPECTED_DEPS = {
     "reports/monthly": ALL_EVALS | set(OOD_EVALS) - PROMOTED_OOD | {"tournament/e5_e6"} | TRAINING_COMPUTE,
 }
 # Shared groups, then one group per environment and stage (`e1_evals`, `e1_training`, ...).
-SHARED_GROUPS = {"corpora", "datasets", "synthetic", "ablations", "training", "safety", "tournaments", "reports"}
+SHARED_GROUPS = {
+    "corpora",
+    "datasets",
+    "synthetic",
+    "ablations",
+    "studies",
+    "training",
+    "safety",
+    "tournaments",
+    "reports",
+}
 ENV_STAGES = {"evals", "ood_evals", "rescores", "triage", "training", "safety"}
 EXPECTED_GROUPS = {
     "corpus/iot23": "corpora",
@@ -170,6 +185,7 @@ EXPECTED_GROUPS = {
     "checkpoint/e5/cotrain_1": "e5_training",
     "checkpoint/rlft_stage2": "training",
     "ablation/e2": "ablations",
+    "study/h1_e1": "studies",
     "safety_review/e1/rlft_stage1": "e1_safety",
     "safety_review/rlft_stage2": "safety",
     "safety_signoff/e1": "e1_safety",
@@ -252,6 +268,7 @@ TRAINING_JOBS = {
     | COTRAIN
     | trained_evals(*COTRAIN),
     **{f"ablation_{env}": {f"ablation/{env}"} for env in ENVS},
+    **{f"study_{name}": sft_data_of("e1") | {"checkpoint/e1/base", f"study/{name}"} for name in ("h1_e1", "h2_e1")},
 }
 EXPECTED_JOBS = {
     "eval_e1": path_of("e1", "heuristic", *SERVED),
@@ -439,6 +456,7 @@ def test_training_steps_ask_for_a_gpu_pod_and_share_the_gpu_pool(graph):
         "checkpoint/rlft_stage2",
         "checkpoint/e6/cotrain_1",
         "ablation/e1",
+        "study/h1_e1",
     ):
         assets_def = graph.resolve_assets_def(dg.AssetKey(key.split("/")))
         config = json.loads(assets_def.op.tags["dagster-k8s/config"])

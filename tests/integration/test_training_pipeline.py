@@ -343,6 +343,35 @@ def test_an_ablation_reports_paired_deltas_against_the_baseline(trained, instanc
     )
 
 
+def test_a_study_detects_what_sft_teaches_and_flags_a_grpo_that_changed_nothing(trained, instance_of):
+    """On the tiny model, SFT teaches E1's JSON answer (a planted easy gain: the random base
+    writes none); GRPO at a learning rate too small to move a float32 weight is flat, and the
+    study says the policy did not move rather than report a finding."""
+    config = {"seeds": [0], "grpo_steps": 2, "eval_every": 1, "overrides": '{"grpo": {"learning_rate": 1e-12}}'}
+    from sv_dagster.assembly import build_definitions
+
+    job = build_definitions().resolve_implicit_global_asset_job_def().get_subset(asset_selection={key("study/h1_e1")})
+    result = job.execute_in_process(
+        instance=instance_of, run_config={"ops": {"study__h1_e1": {"config": config}}}, raise_on_error=False
+    )
+    assert result.success
+    event = latest(instance_of, "study/h1_e1")
+    folder = Path(event.asset_materialization.metadata["artifact_path"].value)
+    study = json.loads((folder / "study.json").read_text())
+    (seed,) = study["seeds"]
+    sft = {c["metric"]: c for c in seed["comparisons"]["sft_vs_base"]}
+    assert sft["reward.format"]["verdict"] == "gain" and sft["reward.format"]["p_value"] < 0.05
+    assert sft["mean_reward"]["verdict"] == "gain" and sft["mean_reward"]["p_value"] < 0.05
+    flat = seed["comparisons"]["grpo_vs_sft"]
+    assert flat and {c["verdict"] for c in flat} == {"no change detected"}
+    assert [p["step"] for p in seed["curve"]] == [0, 1, 2]
+    assert seed["diagnostics"]["policy_unchanged"] and seed["grpo"]["steps"] == 2
+    report = (folder / "study.md").read_text()
+    assert "GRPO left every dev reply unchanged; not a finding" in report
+    assert (folder / "dev_curve.png").read_bytes()[:4] == b"\x89PNG"
+    assert study["base_test"]["n"] == seed["test"]["sft"]["n"] == seed["test"]["grpo"]["n"]
+
+
 def test_cotraining_alternates_attacker_and_defender(trained, instance_of):
     quick = json.dumps(
         {

@@ -219,3 +219,53 @@ def kappa_ci(
     idx = rng.integers(0, x.size, size=(n_boot, x.size))
     values = cohen_kappa(x[idx], y[idx])
     return [float(np.quantile(values, 0.025)), float(np.quantile(values, 0.975))]
+
+
+def _calibration_arrays(rows: Sequence[dict[str, Any]], abstain_label: str) -> ExampleArrays:
+    """What ECE reads (answered, valid, correct, confidence), costs and rewards left empty."""
+    labels = [(row.get("parsed") or {}).get("label") for row in rows]
+    confidence = [(row.get("parsed") or {}).get("confidence") for row in rows]
+    n = len(rows)
+    return ExampleArrays(
+        ids=[row["example_id"] for row in rows],
+        answered=np.array([label != abstain_label for label in labels], dtype=bool),
+        valid=np.array([label is not None for label in labels], dtype=bool),
+        correct=np.array([label == row["answer"] for label, row in zip(labels, rows)], dtype=bool),
+        confidence=np.array([np.nan if c is None else float(c) for c in confidence], dtype=float),
+        cost=np.zeros(n),
+        reward=np.full(n, np.nan),
+        max_cost=1.0,
+    )
+
+
+def paired_ece(
+    baseline_rows: Sequence[dict[str, Any]],
+    candidate_rows: Sequence[dict[str, Any]],
+    *,
+    abstain_label: str = "Abstain",
+    n_boot: int = N_BOOT,
+    seed: int = STANDARD_SEED,
+) -> PairedComparison | None:
+    """Candidate minus baseline expected calibration error (lower is better) on the examples
+    both scored: each bootstrap replicate resamples the same examples for both, and the
+    p-value is the paired bootstrap's (two-sided). None when either side states no
+    confidence on any shared example."""
+    base = {row["example_id"]: row for row in baseline_rows if row.get("error") is None}
+    cand = {row["example_id"]: row for row in candidate_rows if row.get("error") is None}
+    common = [key for key in base if key in cand]
+    if not common:
+        return None
+    a = _calibration_arrays([base[k] for k in common], abstain_label)
+    b = _calibration_arrays([cand[k] for k in common], abstain_label)
+    whole = np.arange(len(common))[None, :]
+    x, y = headline_metrics(a, whole)["ece"][0], headline_metrics(b, whole)["ece"][0]
+    if np.isnan(x) or np.isnan(y):
+        return None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(common), size=(n_boot, len(common)))
+    diffs = headline_metrics(b, idx)["ece"] - headline_metrics(a, idx)["ece"]
+    diffs = diffs[~np.isnan(diffs)]
+    delta = float(y - x)
+    ci = [float(np.quantile(diffs, 0.025)), float(np.quantile(diffs, 0.975))]
+    p = float(min(1.0, (np.abs(diffs - diffs.mean()) >= abs(delta)).mean() + 1 / n_boot))
+    return PairedComparison("ece", len(common), float(x), float(y), delta, ci, p, "paired_bootstrap")

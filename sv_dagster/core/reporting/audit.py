@@ -2,7 +2,8 @@
 
 Every sourced table row of a weekly, monthly or scoreboard report links to the JSON it was
 rendered from (an eval's `summary.json`, a tournament's `tournament.json`, a training stage's
-`checkpoint.json` or an ablation's `ablations.json`) and names the run and data version of
+`checkpoint.json` or an ablation's `ablations.json`; a study report's checkpoint rows cite
+their evals' `summary.json`) and names the run and data version of
 that materialization. The audit renders each of the row's number cells again from the cited
 files with the report's own `row_cells`, and hashes the cited folder as it is on disk now:
 the data version is that hash, so a file changed since the report was written shows up even
@@ -80,6 +81,8 @@ def _table_kind(header: list[str]) -> str | None:
         return "judges"
     if "success per round" in header:
         return "tournament"
+    if "checkpoint" in header and "data version" in header and "mean reward [95% CI]" in header:
+        return "study"
     if "current checkpoint" in header:
         return "training summary"
     if "CPU hours" in header and "record" in header:
@@ -158,6 +161,8 @@ def _shows(row: TableRow) -> str:
         return f"{row.cells.get('attacker')} vs {row.cells.get('defender')}"
     if row.table == "training":
         return f"{row.cells.get('asset', '?')} ({row.cells.get('model', '?')})"
+    if row.table == "study":
+        return f"seed {row.cells.get('seed', '?')} {row.cells.get('checkpoint', '?')} step {row.cells.get('step', '-')}"
     return f"{row.cells.get('env') or row.env} / {row.cells.get('model', '?')}"
 
 

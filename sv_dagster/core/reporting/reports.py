@@ -116,6 +116,8 @@ def row_cells(table: str, env: str) -> dict[str, Any]:
         return training_row_cells()
     if table == "ood":
         return ood_row_cells()
+    if table == "study":
+        return study_row_cells()
     mean = {
         "mean reward [95% CI]": lambda cited: _with_ci(cited[0].get("mean_reward"), _ci_of(cited[0], "mean_reward"))
     }
@@ -139,6 +141,16 @@ def row_cells(table: str, env: str) -> dict[str, Any]:
     cells["n"] = lambda cited: fmt(cited[0].get("n_examples"))
     cells["errors"] = lambda cited: fmt(cited[0].get("n_errors"))
     return cells
+
+
+def study_row_cells() -> dict[str, Any]:
+    """A study report's checkpoint rows, each citing its eval's summary.json."""
+    return {
+        "n": lambda cited: fmt(cited[0].get("n_examples")),
+        "mean reward [95% CI]": lambda cited: _with_ci(cited[0].get("mean_reward"), _ci_of(cited[0], "mean_reward")),
+        "accuracy": lambda cited: fmt(cited[0].get("accuracy")),
+        "ECE": lambda cited: fmt(cited[0].get("ece")),
+    }
 
 
 def ranked(records: Sequence[EvalRecord]) -> list[EvalRecord]:
@@ -692,12 +704,14 @@ def monthly_report(
     tournaments: Sequence[TournamentRecord] = (),
     training: Sequence[TrainingRecord] = (),
     promoted: Mapping[str, str] | None = None,
+    studies: Sequence[Path] = (),
 ) -> dict[str, Path]:
     """Markdown + HTML with PNG plots: reliability diagrams, reward trends per model and
     env, cost per model, the attacker success curves of the month's red-team tournaments, and
     the compute of each training materialization with sums per model and environment (`promoted`: env -> the promoted
-    checkpoint's path), and the OOD section (`ood_markdown`; the plots show in-distribution
-    evals only). Links are relative to `out_dir`, so the folder can be moved.
+    checkpoint's path), the OOD section (`ood_markdown`; the plots show in-distribution
+    evals only) and the latest study results (`studies`: study folders). Links are relative
+    to `out_dir`, so the folder can be moved.
     Returns the files written."""
     import matplotlib
 
@@ -765,6 +779,7 @@ def monthly_report(
     md += [f"- {model}: ${cost:.4f}" for model, cost in sorted(costs.items())]
     md += ["", "## Training compute", ""]
     md += training_markdown(training, promoted or {}, out_dir)
+    md += ["", *studies_markdown(studies, out_dir)]
     md += ["", "## Attacker success (red-team tournaments)", ""]
     loaded = [
         (t, json.loads((t.path / "tournament.json").read_text()))
@@ -803,6 +818,34 @@ def monthly_report(
     files["html"] = out_dir / "report.html"
     write_redacted(files["html"], _html(month, md))
     return files
+
+
+STUDY_HEADLINE = ("mean_reward", "accuracy", "ece")
+
+
+def studies_markdown(folders: Sequence[Path], out_dir: Path) -> list[str]:
+    """The latest result of each study: its paired tests between stages on the headline
+    metrics, per seed, and a link to the study's own report."""
+    md = ["## Studies", ""]
+    loaded = [(folder, json.loads((folder / "study.json").read_text())) for folder in folders]
+    loaded = [(folder, data) for folder, data in loaded if data.get("seeds")]
+    if not loaded:
+        return [*md, "No study ran this month.", ""]
+    md += [
+        "| study | seed | comparison | metric | baseline | candidate | delta [95% CI] | p | verdict | report |",
+        "|---" * 10 + "|",
+    ]
+    for folder, data in loaded:
+        link = f"[study.md]({os.path.relpath(folder / 'study.md', out_dir)})"
+        for seed in data["seeds"]:
+            for pair, comparisons in seed["comparisons"].items():
+                for c in (c for c in comparisons if c["metric"] in STUDY_HEADLINE):
+                    md.append(
+                        f"| {data['hypothesis']} {data['env']} | {seed['seed']} | {pair} | {c['metric']} | "
+                        f"{c['baseline']:.3f} | {c['candidate']:.3f} | {c['delta']:+.3f} "
+                        f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}] | {c['p_value']:.3g} | {c['verdict']} | {link} |"
+                    )
+    return [*md, ""]
 
 
 _MARKERS = ("o", "s", "^", "D", "v", "P", "X")
