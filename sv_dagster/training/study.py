@@ -186,20 +186,21 @@ def replies_changed(before: list[dict[str, Any]], after: list[dict[str, Any]]) -
     return sum(a[key] != b[key] for key in common) / len(common)
 
 
-def curve_point(step: int, label: str, summary: dict[str, Any], changed: float | None, run_dir: Path) -> dict[str, Any]:
-    ci = summary.get("ci95") or {}
+def _figures(summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
+    """What the study records of an eval summary, and where the eval is."""
     return {
-        "step": step,
-        "checkpoint": label,
         "n": summary.get("n_examples"),
         "mean_reward": summary.get("mean_reward"),
-        "mean_reward_ci95": ci.get("mean_reward"),
+        "mean_reward_ci95": (summary.get("ci95") or {}).get("mean_reward"),
         "accuracy": summary.get("accuracy"),
         "ece": summary.get("ece"),
         "components": summary.get("mean_rewards") or {},
-        "replies_changed_from_sft": changed,
         "eval_dir": str(run_dir),
     }
+
+
+def curve_point(step: int, label: str, summary: dict[str, Any], changed: float | None, run_dir: Path) -> dict[str, Any]:
+    return {"step": step, "checkpoint": label, **_figures(summary, run_dir), "replies_changed_from_sft": changed}
 
 
 def diagnostics(signal: dict[str, Any] | None, curve: list[dict[str, Any]]) -> dict[str, Any]:
@@ -410,17 +411,7 @@ def eval_row(summary: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     """An eval's figures as the study records them, with its commonest answer label."""
     from sv_dagster.core.evals.runner import read_results
 
-    ci = summary.get("ci95") or {}
-    return {
-        "commonest_label": commonest_label(read_results(run_dir / "results.jsonl")),
-        "n": summary.get("n_examples"),
-        "mean_reward": summary.get("mean_reward"),
-        "mean_reward_ci95": ci.get("mean_reward"),
-        "accuracy": summary.get("accuracy"),
-        "ece": summary.get("ece"),
-        "components": summary.get("mean_rewards") or {},
-        "eval_dir": str(run_dir),
-    }
+    return {"commonest_label": commonest_label(read_results(run_dir / "results.jsonl")), **_figures(summary, run_dir)}
 
 
 def reference_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:

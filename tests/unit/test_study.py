@@ -15,7 +15,9 @@ from sv_dagster.training.study import (
     arm_comparisons,
     commonest_label,
     compare_stages,
+    curve_point,
     diagnostics,
+    eval_row,
     load_study,
     plot_curves,
     replies_changed,
@@ -249,3 +251,13 @@ def test_a_policy_answering_one_label_everywhere_is_visible():
     mixed[1]["error"] = "timeout"  # not scored, not counted
     assert commonest_label(mixed) == {"label": "Malicious", "share": 8 / 9}
     assert commonest_label([{"parsed": {}}]) is None
+
+
+def test_an_evals_figures_are_recorded_with_its_folder(tmp_path):
+    (tmp_path / "results.jsonl").write_text("\n".join(json.dumps(row) for row in rows([True, False, True])) + "\n")
+    summary = {"n_examples": 3, "mean_reward": 3.0, "ci95": {"mean_reward": [1.0, 4.0]}, "accuracy": 0.667}
+    recorded = eval_row(summary, tmp_path)
+    assert recorded["commonest_label"] == {"label": "Malicious", "share": 1.0}
+    assert (recorded["n"], recorded["mean_reward_ci95"], recorded["ece"]) == (3, [1.0, 4.0], None)
+    point = curve_point(20, "step20", summary, 0.5, tmp_path)
+    assert point["step"] == 20 and point["replies_changed_from_sft"] == 0.5 and point["eval_dir"] == str(tmp_path)
