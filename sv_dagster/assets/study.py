@@ -211,6 +211,7 @@ def build_study_asset(name: str) -> dg.AssetsDefinition:
             "grpo_steps": g.max_steps,
             "grpo_learning_rate": g.learning_rate,
             "completions_per_step": g.prompts_per_step * g.num_generations,
+            "training_configs": {plan.label(*run): training.model_dump() for run, training in configs.items()},
             "sample": bool(dataset.facts.get("sample")),
             "base_test": plain.eval_row(base_test.summary, base_test.run_dir),
             "base_dev": plain.eval_row(base_dev.summary, base_dev.run_dir),

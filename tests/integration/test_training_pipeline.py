@@ -370,6 +370,7 @@ def test_a_study_detects_what_sft_teaches_and_flags_a_grpo_that_changed_nothing(
     assert "GRPO left every dev reply unchanged; not a finding" in report
     assert (folder / "dev_curve.png").read_bytes()[:4] == b"\x89PNG"
     assert study["base_test"]["n"] == seed["test"]["sft"]["n"] == seed["test"]["grpo"]["n"]
+    assert study["training_configs"]["0"]["grpo"]["learning_rate"] == 1e-12  # the run's settings, recorded
 
 
 def test_cotraining_alternates_attacker_and_defender(trained, instance_of):
