@@ -48,15 +48,19 @@ def recorded() -> dict[str, Path]:
     return latest
 
 
+def _cells(comparisons: list[dict]) -> str:
+    by_metric = {c["metric"]: c for c in comparisons}
+    return "; ".join(
+        f"{m} {c['delta']:+.3f} (p {c['p_value']:.3g}, {c['verdict']})" for m in HEADLINE if (c := by_metric.get(m))
+    )
+
+
 def _verdicts(summary: dict, pair: str) -> str:
-    found = []
-    for seed in summary["seeds"]:
-        by_metric = {c["metric"]: c for c in seed["comparisons"][pair]}
-        cells = [
-            f"{m} {c['delta']:+.3f} (p {c['p_value']:.3g}, {c['verdict']})" for m in HEADLINE if (c := by_metric.get(m))
-        ]
-        found.append(f"seed {seed['seed']}: " + "; ".join(cells))
-    return "<br>".join(found)
+    return "<br>".join(
+        f"{'seed ' if len(summary.get('arms') or [0]) == 1 else ''}{run.get('label', run['seed'])}: "
+        + _cells(run["comparisons"][pair])
+        for run in summary["seeds"]
+    )
 
 
 def readme_section(studies: dict[str, Path]) -> str:
@@ -69,10 +73,11 @@ def readme_section(studies: dict[str, Path]) -> str:
             f"full tables, dev curves and the command in [docs/results.md](docs/results.md#{name}). "
             "Paired differences on the test split (gain or loss only where p < 0.05):",
             "",
-            "| comparison | per seed |",
+            "| comparison | per run |",
             "|---|---|",
             f"| SFT vs base | {_verdicts(s, 'sft_vs_base')} |",
             f"| GRPO vs SFT | {_verdicts(s, 'grpo_vs_sft')} |",
+            *(f"| {pair} | {_cells(found)} |" for pair, found in (s.get("arm_comparisons") or {}).items()),
             "",
         ]
     return "\n".join(lines)
