@@ -140,7 +140,7 @@ def build_study_asset(name: str) -> dg.AssetsDefinition:
             "base": dg.AssetIn(key=asset_key_of(catalog.checkpoint_key(env_short, catalog.BASE.asset))),
             **{f"mix_{other}": dg.AssetIn(key=["sft_data", other]) for other in mixed},
         },
-        group_name="studies",
+        group_name="training",  # with stage 2: programs over several stages
         kinds={"json", "markdown"},
         pool="gpu",
         op_tags=gpu_op_tags(),
@@ -309,13 +309,17 @@ def _train_run(
 
 
 def _without_synthetic(context: dg.AssetExecutionContext, sft_data: Artifact, out: Path) -> Path:
-    """sft_data's SFT rows minus those made from its synthetic batch, in a file beside `out`."""
-    from sv_dagster.training.sft_data import read_rows, write_rows
+    """sft_data's SFT rows minus those made from its synthetic batch, in a file beside `out`.
+    Rows are read and written as stored: harmful texts stay text-store markers."""
+    from sv_dagster.training.sft_data import write_rows
     from sv_dagster.training.study import without_synthetic
 
-    rows = read_rows(Path(sft_data.files["sft"]))
+    def stored(path: Path) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+    rows = stored(Path(sft_data.files["sft"]))
     batch = sft_data.files.get("synthetic")
-    ids = {str(task["id"]) for task in read_rows(Path(batch))} if batch else set()
+    ids = {str(task["id"]) for task in stored(Path(batch))} if batch else set()
     kept = without_synthetic(rows, ids)
     if not kept:
         raise dg.Failure(f"{sft_data.files['sft']}: every SFT row comes from the synthetic batch {batch}")

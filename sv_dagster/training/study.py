@@ -1,7 +1,8 @@
 """Studies: one hypothesis of the research plan tested by training, as plain functions.
 
 A study (`configs/studies/<name>.yaml`) names a hypothesis, an environment and the training
-settings it changes. Each seed trains base -> SFT -> GRPO, draws a dev-reward curve from
+settings it changes, and optionally arms (conditions compared side by side). Each run, an
+arm and a seed, trains base -> SFT -> GRPO, draws a dev-reward curve from
 policy snapshots every `eval_every` GRPO steps, and evaluates base, SFT and GRPO once on the
 test split. Stages are compared on the same test examples, per reward component: paired
 differences with 95% bootstrap CIs and McNemar (binary outcomes) or paired-bootstrap
@@ -87,7 +88,7 @@ def load_study(name: str, path: Path | None = None) -> StudyConfig:
     path = path or study_path(name)
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        return StudyConfig.model_validate(data)
+        study = StudyConfig.model_validate(data)
     except OSError as exc:
         raise StudyConfigError(f"{path}: cannot read the study config ({exc.strerror})") from exc
     except yaml.YAMLError as exc:
@@ -95,6 +96,11 @@ def load_study(name: str, path: Path | None = None) -> StudyConfig:
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
         raise StudyConfigError(f"{path}: {problems}") from exc
+    from sv_dagster.training.catalog import training_envs
+
+    if study.env not in training_envs():
+        raise StudyConfigError(f"{path}: env {study.env!r} has no training config (have: {', '.join(training_envs())})")
+    return study
 
 
 def seed_overrides(

@@ -350,7 +350,9 @@ def test_a_study_detects_what_sft_teaches_and_flags_a_grpo_that_changed_nothing(
     config = {"seeds": [0], "grpo_steps": 2, "eval_every": 1, "overrides": '{"grpo": {"learning_rate": 1e-12}}'}
     from sv_dagster.assembly import build_definitions
 
-    job = build_definitions().resolve_implicit_global_asset_job_def().get_subset(asset_selection={key("study/h1_e1")})
+    # Its own base (built again: an earlier test here leaves a base the SFT stage cannot load).
+    selection = {key("checkpoint/e1/base"), key("study/h1_e1")}
+    job = build_definitions().resolve_implicit_global_asset_job_def().get_subset(asset_selection=selection)
     result = job.execute_in_process(
         instance=instance_of, run_config={"ops": {"study__h1_e1": {"config": config}}}, raise_on_error=False
     )

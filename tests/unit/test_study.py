@@ -104,6 +104,9 @@ def test_a_study_config_with_a_typo_names_its_file(tmp_path):
     path.write_text("hypothesis: H9\nenv: e1\ntitle: t\nclaim: c\nseedz: [0]\n")
     with pytest.raises(StudyConfigError, match=r"h9\.yaml: seedz"):
         load_study("h9", path)
+    path.write_text("hypothesis: H9\nenv: e9\ntitle: t\nclaim: c\n")
+    with pytest.raises(StudyConfigError, match=r"h9\.yaml: env 'e9' has no training config"):
+        load_study("h9", path)
 
 
 def test_each_seed_trains_with_its_seed_and_snapshots():
