@@ -276,7 +276,7 @@ def study_markdown(summary: dict[str, Any], report_dir: Path | None) -> str:
         "",
         "## Test split, each stage once",
         "",
-        f"| run | checkpoint | {figures} |",
+        f"| training run | checkpoint | {figures} |",
         "|---|---" + rule + "|",
         _row("-", "base", *_cells(s["base_test"], report_dir)),
     ]
@@ -296,7 +296,7 @@ def study_markdown(summary: dict[str, Any], report_dir: Path | None) -> str:
         f"Candidate minus baseline on the same examples; 95% bootstrap CI; gain or loss only where p < {ALPHA} "
         "(McNemar for binary outcomes, else a paired bootstrap). ECE: lower is better.",
         "",
-        "| run | comparison | metric | baseline | candidate | delta [95% CI] | p | verdict |",
+        "| training run | comparison | metric | baseline | candidate | delta [95% CI] | p | verdict |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for seed in s["seeds"]:
@@ -324,7 +324,7 @@ def study_markdown(summary: dict[str, Any], report_dir: Path | None) -> str:
         "",
         "## Dev curve (every few GRPO steps; step 0 is the SFT checkpoint)",
         "",
-        f"| run | step | checkpoint | replies changed from SFT | {figures} |",
+        f"| training run | step | checkpoint | replies changed from SFT | {figures} |",
         "|---|---|---|---" + rule + "|",
     ]
     for seed in s["seeds"]:
@@ -335,7 +335,7 @@ def study_markdown(summary: dict[str, Any], report_dir: Path | None) -> str:
         "",
         "## Did the policy move?",
         "",
-        "| run | reward std within groups | groups without signal | KL | dev replies changed | "
+        "| training run | reward std within groups | groups without signal | KL | dev replies changed | "
         "commonest test answer: SFT | GRPO | GRPO wall s |",
         "|---|---|---|---|---|---|---|---|",
     ]

@@ -162,7 +162,9 @@ def _shows(row: TableRow) -> str:
     if row.table == "training":
         return f"{row.cells.get('asset', '?')} ({row.cells.get('model', '?')})"
     if row.table == "study":
-        return f"seed {row.cells.get('seed', '?')} {row.cells.get('checkpoint', '?')} step {row.cells.get('step', '-')}"
+        return (
+            f"{row.cells.get('training run', '?')} {row.cells.get('checkpoint', '?')} step {row.cells.get('step', '-')}"
+        )
     return f"{row.cells.get('env') or row.env} / {row.cells.get('model', '?')}"
 
 

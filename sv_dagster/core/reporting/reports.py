@@ -825,14 +825,14 @@ STUDY_HEADLINE = ("mean_reward", "accuracy", "ece")
 
 def studies_markdown(folders: Sequence[Path], out_dir: Path) -> list[str]:
     """The latest result of each study: its paired tests between stages on the headline
-    metrics, per seed, and a link to the study's own report."""
+    metrics, per run (arm and seed), and a link to the study's own report."""
     md = ["## Studies", ""]
     loaded = [(folder, json.loads((folder / "study.json").read_text())) for folder in folders]
     loaded = [(folder, data) for folder, data in loaded if data.get("seeds")]
     if not loaded:
         return [*md, "No study ran this month.", ""]
     md += [
-        "| study | seed | comparison | metric | baseline | candidate | delta [95% CI] | p | verdict | report |",
+        "| study | training run | comparison | metric | baseline | candidate | delta [95% CI] | p | verdict | report |",
         "|---" * 10 + "|",
     ]
     for folder, data in loaded:
@@ -841,7 +841,7 @@ def studies_markdown(folders: Sequence[Path], out_dir: Path) -> list[str]:
             for pair, comparisons in seed["comparisons"].items():
                 for c in (c for c in comparisons if c["metric"] in STUDY_HEADLINE):
                     md.append(
-                        f"| {data['hypothesis']} {data['env']} | {seed['seed']} | {pair} | {c['metric']} | "
+                        f"| {data['hypothesis']} {data['env']} | {seed.get('label', seed['seed'])} | {pair} | {c['metric']} | "
                         f"{c['baseline']:.3f} | {c['candidate']:.3f} | {c['delta']:+.3f} "
                         f"[{c['ci'][0]:+.3f}, {c['ci'][1]:+.3f}] | {c['p_value']:.3g} | {c['verdict']} | {link} |"
                     )
